@@ -1,0 +1,60 @@
+"""The performance model's few global factors, fitted by benchmarks/calibrate.py.
+
+No per-model, per-accelerator or per-row factor exists: every accelerator shares these, and only
+its catalog facts (bandwidth, dense peak, measured matmul efficiency, interconnect) differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from functools import lru_cache
+from pathlib import Path
+
+PATH = Path(__file__).with_name("calibration.json")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    eta_bw: float = 0.80
+    """Fraction of peak memory bandwidth that decode reaches (aiconfigurator uses 0.8)."""
+    layer_overhead_us: float = 40.0
+    """Fixed cost per layer per decode step: kernel launches and synchronisation (modeling.md)."""
+    allreduce_latency_us: float = 12.0
+    """Latency of one tensor-parallel all-reduce, on top of its bytes over the link."""
+    link_efficiency: float = 0.8
+    """Fraction of the scale-up link's bandwidth an all-reduce reaches (88% measured on NVLink4)."""
+    decode_mfu: float = 0.70
+    """Fraction of achievable matmul throughput (peak x measured MAMF) batched decode reaches."""
+    prefill_mfu: float = 0.70
+    """Same for prefill (aiconfigurator Llama-70B prefill: 0.42-0.70 of peak at bf16)."""
+    train_mfu: float = 0.50
+    """Same for training: MFU 0.40 on an H100 (MAMF 0.80) is 0.50 of achievable (Megatron 41-56%
+    of peak, Llama 3.1 pretraining 38-43%)."""
+    mem_util: float = 0.90
+    """Fraction of memory a serving engine may use (vLLM gpu_memory_utilization 0.9)."""
+    reserve_gb: float = 3.5
+    """Runtime reserve per accelerator: CUDA context, workspace (aiconfigurator other_mem 3.5 GB)."""
+    max_batch: int = 1024
+    """Largest batch a serving engine schedules (vLLM max_num_seqs, TRT-LLM max batch)."""
+    fitted_on: str = "defaults"
+    """Date of the fit and the data it used."""
+
+    @classmethod
+    def load(cls, path: Path = PATH) -> "Calibration":
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def save(self, path: Path = PATH) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+
+    def with_(self, **changes) -> "Calibration":
+        return replace(self, **changes)
+
+
+@lru_cache(maxsize=1)
+def default() -> Calibration:
+    return Calibration.load()
