@@ -86,14 +86,14 @@ class VerificationError(PlannerError):
 
 
 def suggest(name: str, choices) -> str:
-    """'did you mean' text for an unknown name, or a pointer to the list."""
+    """'did you mean' text for an unknown name (names containing it first, then close spellings)."""
     import difflib
 
     choices = sorted(choices)
-    close = difflib.get_close_matches(str(name).lower(), choices, n=3, cutoff=0.5)
-    if not close:
-        low = str(name).lower()
-        close = [c for c in choices if low and (low in c or c in low)][:3]
+    low = str(name).lower()
+    close = [c for c in choices if low and c.startswith(low)]
+    close += [c for c in choices if low and low in c and c not in close]
+    close += [c for c in difflib.get_close_matches(low, choices, n=3, cutoff=0.5) if c not in close]
     if close:
-        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+        return "did you mean " + " or ".join(f"'{c}'" for c in close[:3]) + "?"
     return "see the known names with `plan catalog`"

@@ -31,6 +31,9 @@ class Site(Strict):
         "cloud", description="where owned hardware would live; 'cloud' still allows buying if policy does")
     power_usd_per_kwh: float = Field(0.12, ge=0, le=10, description="electricity price, USD per kWh")
     pue: float = Field(1.3, ge=1, le=5, description="power usage effectiveness of the site")
+    kind: Literal["datacenter", "office"] = Field(
+        "datacenter", description="'datacenter' buys rack servers only (GeForce and workstation "
+                                  "licences and form factors do not belong there); 'office' also buys workstations")
     cooling: Literal["air", "liquid"] = Field(
         "liquid", description="'air' excludes liquid-cooled systems; 'liquid' allows both")
     power_cap_kw: Optional[float] = Field(None, gt=0, description="IT power available to owned systems, kW")
@@ -109,7 +112,8 @@ class ServeJob(JobBase):
     kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8, else bf16")
     context_tokens: int = Field(4096, ge=1, le=10_000_000, description="KV held per concurrent user")
     input_tokens: Optional[int] = Field(None, ge=1, description="prompt tokens per request that are not "
-                                       "already cached (default: half the context)")
+                                       "already cached (default: an eighth of the context, "
+                                       "a chat turn with some retrieved text)")
     output_tokens: int = Field(512, ge=1, le=1_000_000)
     concurrent_users: int = Field(ge=1, le=100_000_000)
     min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000)
@@ -122,7 +126,7 @@ class ServeJob(JobBase):
         if self.kv_precision is None:
             self.kv_precision = "fp8" if self.precision in ("fp8", "fp4") else "bf16"
         if self.input_tokens is None:
-            self.input_tokens = max(1, min(self.context_tokens // 2, self.context_tokens - self.output_tokens))
+            self.input_tokens = max(1, self.context_tokens // 8)
         if self.input_tokens + self.output_tokens > self.context_tokens * 2:
             raise ValueError(f"input_tokens + output_tokens ({self.input_tokens + self.output_tokens}) "
                              f"far exceed context_tokens ({self.context_tokens}); raise context_tokens")

@@ -20,6 +20,9 @@ class Calibration:
     """Fraction of peak memory bandwidth that decode reaches (aiconfigurator uses 0.8)."""
     layer_overhead_us: float = 40.0
     """Fixed cost per layer per decode step: kernel launches and synchronisation (modeling.md)."""
+    token_overhead_us: float = 0.0
+    """Non-matmul work per token per layer that tensor parallelism does not split (norms, residual
+    adds, activation quantisation, MoE routing, sampling): scales with tokens processed, not weights."""
     allreduce_latency_us: float = 12.0
     """Latency of one tensor-parallel all-reduce, on top of its bytes over the link."""
     link_efficiency: float = 0.8
@@ -32,7 +35,8 @@ class Calibration:
     """Same for training: MFU 0.40 on an H100 (MAMF 0.80) is 0.50 of achievable (Megatron 41-56%
     of peak, Llama 3.1 pretraining 38-43%)."""
     mem_util: float = 0.90
-    """Fraction of memory a serving engine may use (vLLM gpu_memory_utilization 0.9)."""
+    """Fraction of the memory left after weights and the runtime reserve that a serving engine gives
+    the KV cache (TRT-LLM kv_cache_free_gpu_mem_fraction 0.9; trtllm-bench uses 0.95)."""
     reserve_gb: float = 3.5
     """Runtime reserve per accelerator: CUDA context, workspace (aiconfigurator other_mem 3.5 GB)."""
     max_batch: int = 1024

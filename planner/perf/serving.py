@@ -3,21 +3,35 @@
 A replica is TP x PP accelerators holding one copy of the model. Its `batch` is the number of
 sequences it decodes concurrently (users being served at once). All functions are pure.
 
+Memory per accelerator. Vendors' "GB" memory labels are binary sizes (an "80 GB" H100 shows
+81,559 MiB, a "141 GB" H200 143,771 MiB), so capacity = memory_gb x 2^30 bytes. Engines load the
+weights, keep a runtime reserve, and give a fraction of what is left to the KV cache
+(TRT-LLM kv_cache_free_gpu_mem_fraction):
+    KV room   = mem_util x (capacity - reserve - weights)
+    max batch = KV room // KV bytes of one sequence (its share on this accelerator)
+
 Decode step (one new token for each of the batch's sequences), per pipeline stage:
 
     b         = batch / PP        (one micro-batch; PP micro-batches are in flight)
+    p         = b x s_in / s_out  (prompt tokens mixed into each step at steady state: aggregated
+                                   serving admits a new request as one finishes)
     t_mem     = (weights read at b + b x KV bytes at the average context) / (TP x PP x eta_bw x BW)
+                (with PP > 1 the slowest stage, the last, reads its share plus the whole lm head)
     t_compute = (2 x N_active + attention) x b / (TP x PP x decode_mfu x peak)
-    t_prefill = (b / s_out) x s_in x prefill FLOPs per token / (TP x PP x prefill_mfu x peak)
-                (aggregated serving: new requests' prefill is mixed into decode steps)
+    t_prefill = p x prefill FLOPs per token / (TP x PP x prefill_mfu x peak)
+                + p x all-reduce bytes per token / link + p x layers/PP x token overhead
     t_comm    = 2 x layers/PP x (all-reduce latency + 2 (TP-1)/TP x b x hidden x 2 B / link)
-    t_fixed   = layers/PP x per-layer overhead
+    t_fixed   = layers/PP x (per-layer overhead + b x token overhead)
     t_stage   = max(t_mem, t_compute) + t_prefill + t_comm + t_fixed
     TPOT      = PP x t_stage      (a token passes every stage in turn)
     tokens/s  = batch / TPOT      (PP micro-batches keep every stage busy)
 
-Time to first token: the prompt's FLOPs over TP x prefill_mfu x peak, plus a weight read, plus the
-all-reduces of its activations.
+The token overhead is the non-matmul work per token per layer (norms, residual adds, activation
+quantisation, MoE routing, sampling). Tensor parallelism replicates it on every rank instead of
+splitting it, which is why measured max-load throughput grows less than linearly with TP.
+
+Time to first token: the prompt's FLOPs over TP x prefill_mfu x peak (or one weight read, if
+longer), plus the all-reduces of its activations and its per-token overhead.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from planner.perf import arch
 from planner.perf.calibration import Calibration, default
 
 GB = 1e9
+GIB = 2**30
 ACTIVATION_BYTES = 2  # bf16 activations on the wire for all-reduces
 
 
@@ -87,7 +102,8 @@ class ServeEstimate:
 
 
 def _mem_bytes_per_acc(acc: Accelerator, cal: Calibration) -> float:
-    return acc.memory_gb * GB * cal.mem_util
+    """Physical memory of one accelerator in bytes: its "GB" label is a binary size (GiB)."""
+    return acc.memory_gb * GIB
 
 
 DEFAULT_MAMF = 0.75
@@ -113,15 +129,35 @@ def reserve_per_acc(tp: int, pp: int, cal: Calibration) -> float:
     return cal.reserve_gb * GB + nccl
 
 
+def _kv_room(m: Model, acc: Accelerator, precision: str, tp: int, pp: int, cal: Calibration) -> float:
+    """Bytes per accelerator the engine gives the KV cache (<= 0: the weights do not fit)."""
+    free = _mem_bytes_per_acc(acc, cal) - reserve_per_acc(tp, pp, cal) - weights_per_acc(m, precision, tp, pp)
+    return free * cal.mem_util if free > 0 else free
+
+
 def max_batch_by_memory(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
                         cal: Calibration | None = None) -> int:
-    """Most sequences whose KV fits beside the weights (0: the weights alone do not fit)."""
+    """Most sequences whose KV fits beside the weights (0: the weights alone do not fit):
+    mem_util x (capacity - reserve - weights) // KV bytes per sequence on this accelerator."""
     cal = cal or default()
-    room = _mem_bytes_per_acc(acc, cal) - reserve_per_acc(tp, pp, cal) - weights_per_acc(m, wl.precision, tp, pp)
+    room = _kv_room(m, acc, wl.precision, tp, pp, cal)
     if room <= 0:
         return 0
     # PP stages each hold KV for their layers of every sequence in the replica.
     return int(room // kv_per_seq_per_acc(m, wl, tp, pp))
+
+
+def token_seconds_per_layer(m: Model, tp: int, cal: Calibration) -> float:
+    """Seconds of non-matmul work per token per layer on one accelerator: token_overhead_us.
+    A dense model's TP ranks each repeat it for every token; an MoE at TP > 1 is served with
+    expert parallelism and data-parallel attention (TRT-LLM, SGLang and vLLM's throughput
+    setting), so each rank handles 1/TP of the tokens and the cost divides by TP."""
+    t = cal.token_overhead_us * 1e-6
+    return t / tp if m.is_moe else t
+
+
+def _lm_head_bytes(m: Model) -> float:
+    return m.vocab_size * m.hidden_size * arch.EMBEDDING_BYTES_PER_PARAM
 
 
 def step_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
@@ -133,6 +169,8 @@ def step_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch
     bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
     micro = batch / pp  # sequences in one pipeline micro-batch
     weight_read = arch.active_weight_bytes(m, wl.precision, batch=max(1, round(micro)), tp=tp)
+    if pp > 1:  # the last stage also holds the lm head, and the pipeline runs at its pace
+        weight_read += (pp - 1) * _lm_head_bytes(m)
     # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas
     kv_read = micro * arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context)) * tp / arch.kv_shards(m, tp)
     t_mem = (weight_read + kv_read) / (group * bw)
@@ -140,15 +178,14 @@ def step_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch
     flops_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context)
     t_compute = flops_tok * micro / (group * cal.decode_mfu * peak)
     prefill_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.input_tokens / 2)
-    t_prefill = (micro / wl.output_tokens) * wl.input_tokens * prefill_tok / (group * cal.prefill_mfu * peak)
+    prompt = micro * wl.input_tokens / wl.output_tokens  # prompt tokens mixed into one step
     layers = m.layers / pp
-    if tp > 1:
-        per_ar = (cal.allreduce_latency_us * 1e-6
-                  + 2 * (tp - 1) / tp * micro * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB))
-        t_comm = 2 * layers * per_ar
-    else:
-        t_comm = 0.0
-    t_fixed = layers * cal.layer_overhead_us * 1e-6
+    per_token_ar = (2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES
+                    / (cal.link_efficiency * link.gbps * GB)) if tp > 1 else 0.0
+    token_cost = layers * token_seconds_per_layer(m, tp, cal)  # per token per stage
+    t_prefill = prompt * (prefill_tok / (group * cal.prefill_mfu * peak) + per_token_ar + token_cost)
+    t_comm = 2 * layers * cal.allreduce_latency_us * 1e-6 + micro * per_token_ar if tp > 1 else 0.0
+    t_fixed = layers * cal.layer_overhead_us * 1e-6 + micro * token_cost
     return {"memory": t_mem, "compute": t_compute, "prefill": t_prefill, "comm": t_comm, "fixed": t_fixed}
 
 
@@ -158,7 +195,8 @@ def tpot_s(parts: dict[str, float], pp: int) -> float:
 
 def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
            link: Link | None = None, cal: Calibration | None = None) -> float:
-    """Prefill of one prompt: FLOPs over the group's prefill rate, one weight read, its all-reduces."""
+    """Prefill of one prompt: max(FLOPs over the group's prefill rate, one weight read) + its
+    all-reduces + s x layers x token overhead (spread over PP stages) + layers x layer overhead."""
     cal = cal or default()
     link = link or Link.of(acc)
     s = wl.input_tokens
@@ -169,7 +207,8 @@ def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
     if tp > 1:
         t_comm = 2 * m.layers * (cal.allreduce_latency_us * 1e-6 + 2 * (tp - 1) / tp * s * m.hidden_size
                                  * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB))
-    return max(t_compute, t_read) + t_comm + m.layers * cal.layer_overhead_us * 1e-6
+    t_tokens = s * m.layers * token_seconds_per_layer(m, tp, cal) / pp
+    return max(t_compute, t_read) + t_comm + t_tokens + m.layers * cal.layer_overhead_us * 1e-6
 
 
 def regime_of(parts: dict[str, float]) -> str:
@@ -192,10 +231,10 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     reason = ""
     if max_b < 1:
         reason = (f"weights need {weights / GB:.1f} GB per accelerator at TP{tp} PP{pp}, more than the "
-                  f"{(capacity - reserve) / GB:.1f} GB usable on {acc.name}")
+                  f"{(capacity - reserve) / GB:.1f} GB free beside the runtime reserve on {acc.name}")
     elif batch > max_b:
-        reason = (f"{batch} sequences need {used / GB:.1f} GB per accelerator; {capacity / GB:.1f} GB usable "
-                  f"holds at most {max_b}")
+        reason = (f"{batch} sequences need {used / GB:.1f} GB per accelerator; the KV cache of {acc.name} "
+                  f"({capacity / GB:.1f} GB) holds at most {max_b}")
     parts = step_parts(m, acc, wl, tp, pp, max(batch, 1), link, cal)
     tpot = tpot_s(parts, pp)
     ttft = ttft_s(m, acc, wl, tp, pp, link, cal)

@@ -9,6 +9,8 @@ Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
            layers x 2 s h (checkpoints) + 34 s h (one layer's working set, flash attention)
            + s x vocab x 4 B (fp32 logits and their gradient in bf16)
   + the runtime reserve.
+The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
+(vendors' "GB" memory labels are binary sizes; see planner.perf.serving).
 
 Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak), with k = 6 for full
 training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight gradients).
@@ -24,6 +26,7 @@ from planner.perf.calibration import Calibration, default
 from planner.perf.serving import achievable_flops
 
 GB = 1e9
+GIB = 2**30
 STATE_BYTES_FULL = 16.0
 ADAPTER_STATE_BYTES = 16.0
 FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
@@ -78,7 +81,7 @@ def memory_per_acc(m: Model, method: str, n: int, seq: int, rank: int = 16,
 def accelerators_min(m: Model, acc: Accelerator, method: str, seq: int, rank: int = 16,
                      limit: int = 100_000, cal: Calibration | None = None) -> int:
     """Fewest accelerators whose memory holds the job (0 if even `limit` do not)."""
-    cap = acc.memory_gb * GB
+    cap = acc.memory_gb * GIB
     n = 1
     while n <= limit:
         if memory_per_acc(m, method, n, seq, rank, cal) <= cap:

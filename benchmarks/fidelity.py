@@ -1,0 +1,162 @@
+"""Predicted vs measured for every row of benchmarks/calibration_data.csv.
+
+    python benchmarks/fidelity.py [--csv PATH]
+
+Prints one line per row (id, model, accelerator, TP/PP, ISL/OSL, metric, measured, predicted,
+error %), then the median and worst absolute % error overall and per section. Rows marked fit = 0
+in the data (documented outliers) are printed with a '*' and left out of the statistics. Exits 1 when the
+targets are missed (median <= 15 %, worst <= 50 %), so it doubles as a check.
+
+How each metric is predicted (planner.perf.serving, with the row's own TP and PP, never a search):
+  tokens_per_s_max     replicas x estimate(batch = largest_batch(...) with no per-user target)
+                       .tokens_per_s, replicas = count / (TP x PP): the engine at max load.
+  tpot_ms              inter-token latency at batch = concurrency: the decode step with the
+                       prefill of the *other* (concurrency - 1) requests mixed in, i.e.
+                       PP x (max(memory, compute) + prefill x (c - 1) / c + comm + fixed).
+                       A request's own prefill is its TTFT, not part of its ITL.
+  tokens_per_s_batch1  1 / the same step at batch 1 (single stream: no prefill mixes in).
+  ttft_ms              serving.ttft_s (one prompt on an idle replica).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from planner.catalog import _read_rows, _validate_rows  # noqa: E402
+from planner.perf import serving  # noqa: E402
+from planner.perf.calibration import Calibration, default  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "calibration_data.csv"
+CATALOG = ROOT / "catalog"
+TARGET_MEDIAN = 15.0
+TARGET_WORST = 50.0
+
+
+def load_rows(path: Path = DATA) -> list[dict]:
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    rows = []
+    for r in csv.DictReader(lines):
+        for k in ("count", "tp", "pp", "input_tokens", "output_tokens"):
+            r[k] = int(r[k])
+        r["concurrency"] = int(r["concurrency"]) if r.get("concurrency") else None
+        r["measured"] = float(r["measured"])
+        r["fit"] = r.get("fit", "1").strip() != "0"
+        rows.append(r)
+    return rows
+
+
+def load_tables(root: Path = CATALOG) -> tuple[dict, dict]:
+    """(accelerators, models) by id, validated, without needing systems/offers."""
+    accs = _validate_rows("accelerators", _read_rows(root / "accelerators.csv"), root / "accelerators.csv")
+    models = _validate_rows("models", _read_rows(root / "models.yaml"), root / "models.yaml")
+    return accs, models
+
+
+def _itl_s(parts: dict[str, float], pp: int, batch: int) -> float:
+    """Inter-token latency: the step without the sequence's own share of mixed-in prefill."""
+    others = (batch - 1) / batch
+    return pp * (max(parts["memory"], parts["compute"]) + parts["prefill"] * others
+                 + parts["comm"] + parts["fixed"])
+
+
+def predict(row: dict, accs: dict, models: dict, cal: Calibration | None = None) -> float | None:
+    """The model's value for the row's metric (None: the configuration does not fit)."""
+    cal = cal or default()
+    m, acc = models[row["model"]], accs[row["accelerator"]]
+    tp, pp = row["tp"], row["pp"]
+    wl = serving.Workload(precision=row["precision"], kv_precision=row["kv_precision"],
+                          input_tokens=row["input_tokens"], output_tokens=row["output_tokens"])
+    metric = row["metric"]
+    if metric == "tokens_per_s_max":
+        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, cal=cal)
+        if batch < 1:
+            return None
+        replicas = row["count"] // (tp * pp)
+        return serving.estimate(m, acc, wl, tp, pp, batch, cal=cal).tokens_per_s * replicas
+    if metric == "ttft_ms":
+        return serving.ttft_s(m, acc, wl, tp, pp, cal=cal) * 1e3
+    batch = row["concurrency"] or 1
+    if serving.max_batch_by_memory(m, acc, wl, tp, pp, cal) < batch:
+        return None
+    parts = serving.step_parts(m, acc, wl, tp, pp, batch, cal=cal)
+    itl = _itl_s(parts, pp, batch)
+    if metric == "tpot_ms":
+        return itl * 1e3
+    if metric == "tokens_per_s_batch1":
+        return 1.0 / itl
+    raise ValueError(f"unknown metric {metric!r} in row {row['id']}")
+
+
+def error_pct(pred: float | None, measured: float) -> float:
+    """Signed % error of the prediction; a configuration the model says cannot run counts -100 %."""
+    if pred is None:
+        return -100.0
+    return (pred - measured) / measured * 100.0
+
+
+def evaluate(rows: list[dict], accs: dict, models: dict, cal: Calibration | None = None) -> list[tuple[dict, float | None, float]]:
+    out = []
+    for r in rows:
+        p = predict(r, accs, models, cal)
+        out.append((r, p, error_pct(p, r["measured"])))
+    return out
+
+
+def stats(errors: list[float]) -> tuple[float, float]:
+    """(median, worst) absolute % error."""
+    a = [abs(e) for e in errors]
+    return statistics.median(a), max(a)
+
+
+def summary(results) -> dict[str, tuple[int, float, float]]:
+    """{section or 'overall': (rows, median abs %, worst abs %)} over the rows marked fit = 1."""
+    results = [t for t in results if t[0]["fit"]]
+    out = {}
+    for sec in sorted({r["section"] for r, _, _ in results}):
+        errs = [e for r, _, e in results if r["section"] == sec]
+        out[sec] = (len(errs), *stats(errs))
+    errs = [e for _, _, e in results]
+    out["overall"] = (len(errs), *stats(errs))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", type=Path, default=DATA)
+    args = ap.parse_args(argv)
+    accs, models = load_tables()
+    cal = Calibration.load()
+    results = evaluate(load_rows(args.csv), accs, models, cal)
+    print(f"calibration: {cal.fitted_on}")
+    print(f"{'id':8} {'model':16} {'accelerator':13} {'TPxPP':>5} {'ISL/OSL':>11} {'metric':20} "
+          f"{'measured':>10} {'predicted':>10} {'error':>8}")
+    for r, p, e in results:
+        conc = f"@{r['concurrency']}" if r["concurrency"] else ""
+        flag = " " if r["fit"] else "*"
+        print(f"{r['id']:7}{flag} {r['model']:16} {r['accelerator']:13} {r['tp']:>2}x{r['pp']:<2} "
+              f"{r['input_tokens']:>5}/{r['output_tokens']:<5} {r['metric'] + conc:20} {r['measured']:>10.1f} "
+              f"{(p if p is not None else float('nan')):>10.1f} {e:>+7.1f}%")
+    print()
+    skipped = [r["id"] for r, _, _ in results if not r["fit"]]
+    if skipped:
+        print(f"* left out of the statistics (fit = 0, see the note column): {', '.join(skipped)}\n")
+    print(f"{'section':8} {'rows':>5} {'median |err|':>13} {'worst |err|':>12}")
+    s = summary(results)
+    for sec, (n, med, worst) in s.items():
+        print(f"{sec:8} {n:>5} {med:>12.1f}% {worst:>11.1f}%")
+    _, med, worst = s["overall"]
+    ok = med <= TARGET_MEDIAN and worst <= TARGET_WORST
+    print(f"\ntargets: median <= {TARGET_MEDIAN:.0f}% and worst <= {TARGET_WORST:.0f}%: {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Every feasible way to run each job on each system the policy allows, as plain numbers.
+
+This is the seam between physics and the solver: a ServeOption says how many users one replica of
+a configuration serves within the per-user speed, TTFT and memory limits; a BatchOption says how
+long one fine-tuning/pretraining run takes on n accelerators; an EdgeOption is one device per unit.
+Anything that cannot run records why, per job and accelerator, for the why-not table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner import costs
+from planner.catalog import Catalog, Offer, System
+from planner.perf import serving, training
+from planner.scenario import EdgeJob, FinetuneJob, PretrainJob, RLJob, Scenario, ServeJob
+
+MAX_TP_DENSE = 16
+MAX_TP_MOE = 64
+MAX_PP = 16
+BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
+KEEP_PER_SYSTEM = 4  # serving configurations kept per system after pruning
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One thing the fleet must provide: users of a serving job, or the runs of a batch job."""
+
+    key: str  # unique; equals the job name, or "<job>/rollout", "<job>/trainer" for RL
+    job: str
+    kind: str  # serve | batch | edge
+    users: int = 0
+    hours_per_day: float = 24.0
+    runs_per_year: float = 0.0
+    max_hours_per_run: float = 0.0
+    units: int = 0
+    latency_critical: bool = False
+    priority: float = 1.0
+
+
+@dataclass(frozen=True)
+class ServeOption:
+    demand: str
+    system: str
+    accelerator: str
+    tp: int
+    pp: int
+    accelerators_per_replica: int
+    accelerator_slots: float  # accelerators of owned capacity one replica takes, packing waste included
+    users_per_replica: int
+    tokens_per_s_per_user: float
+    ttft_s: float
+    memory_gb_per_accelerator: float
+    memory_gb_capacity: float
+    weights_gb: float
+    kv_gb: float
+    binding: str
+    regime: str
+
+    @property
+    def systems_per_replica(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class BatchOption:
+    demand: str
+    system: str
+    accelerator: str
+    accelerators: int
+    hours_per_run: float
+    memory_gb_per_accelerator: float
+    memory_gb_capacity: float
+    binding: str
+
+
+@dataclass(frozen=True)
+class EdgeOption:
+    demand: str
+    system: str
+    accelerator: str
+    tokens_per_s: float
+    memory_gb: float
+    memory_gb_capacity: float
+    power_w: float
+    binding: str
+
+
+@dataclass
+class Options:
+    demands: dict[str, Demand] = field(default_factory=dict)
+    serve: dict[str, list[ServeOption]] = field(default_factory=dict)
+    batch: dict[str, list[BatchOption]] = field(default_factory=dict)
+    edge: dict[str, list[EdgeOption]] = field(default_factory=dict)
+    offers: dict[str, Offer] = field(default_factory=dict)
+    excluded_offers: dict[str, str] = field(default_factory=dict)
+    why_not: dict[str, dict[str, str]] = field(default_factory=dict)
+    """demand -> accelerator -> why no configuration exists."""
+
+    def note(self, demand: str, accelerator: str, reason: str) -> None:
+        self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
+
+
+# --- offers the policy allows ----------------------------------------------------------------
+
+def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
+    """Why the policy or site rules this offer out ('' if allowed)."""
+    system = cat.systems[o.system]
+    acc = cat.accelerators[system.accelerator]
+    p = s.policy
+    if o.acquisition not in p.acquisition:
+        return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
+    if p.providers is not None and o.provider not in p.providers:
+        return f"provider '{o.provider}' not in policy.providers"
+    if o.provider in p.exclude_providers:
+        return f"provider '{o.provider}' excluded by policy"
+    if p.accelerators is not None and acc.id not in p.accelerators:
+        return "not in policy.accelerators"
+    if acc.id in p.exclude_accelerators:
+        return "excluded by policy"
+    if p.stacks is not None and acc.stack not in p.stacks:
+        return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
+    if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":
+        return "needs liquid cooling; the site has air cooling only"
+    if o.max_systems == 0:
+        return "not available (max_systems is 0)"
+    return ""
+
+
+def site_exclusion(o: Offer, system: System, s: Scenario) -> str:
+    """Why a bought system may not host serving or training at this site ('' if it may)."""
+    if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"):
+        return (f"a {system.kind}, not a rack server: the site is a data center (set site.kind: office "
+                "to buy workstations)")
+    return ""
+
+
+def _dominated(o: Offer, others: list[Offer]) -> bool:
+    """Same system and acquisition, no cheaper, no larger availability: never worth choosing."""
+    if o.acquisition == "buy":
+        return False
+    cap = o.max_systems if o.max_systems is not None else math.inf
+    for q in others:
+        if q.id == o.id or q.system != o.system or q.acquisition != o.acquisition:
+            continue
+        qcap = q.max_systems if q.max_systems is not None else math.inf
+        if q.price_usd_per_hour <= o.price_usd_per_hour and qcap >= cap and (
+                q.price_usd_per_hour < o.price_usd_per_hour or qcap > cap or q.id < o.id):
+            return True
+    return False
+
+
+def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[str, str]]:
+    allowed, excluded = {}, {}
+    for oid in sorted(cat.offers):
+        o = cat.offers[oid]
+        why = offer_exclusion(o, s, cat)
+        if why:
+            excluded[oid] = why
+        else:
+            allowed[oid] = o
+    pool = list(allowed.values())
+    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool)}
+    return kept, excluded
+
+
+# --- serving ------------------------------------------------------------------------------------
+
+def serve_workload(job: ServeJob) -> serving.Workload:
+    return serving.Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens,
+                            job.context_tokens)
+
+
+def rollout_workload(job: RLJob) -> serving.Workload:
+    ctx = job.rollout_context_tokens
+    prompt = max(1, min(2048, ctx // 4))
+    kv = "fp8" if job.precision in ("fp8", "fp4") else "bf16"
+    return serving.Workload(job.precision, kv, prompt, max(1, ctx - prompt), ctx)
+
+
+def replica_slots(replica: int, system: System) -> float | None:
+    """Owned accelerators one replica occupies: a replica inside a system wastes the remainder
+    of the system's accelerators it cannot use; a larger replica takes whole systems."""
+    n = system.accelerators
+    if replica <= n:
+        per_system = n // replica
+        return n / per_system
+    if replica % n:
+        return None
+    return float(replica)
+
+
+def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
+                  demand: str) -> tuple[list[ServeOption], str]:
+    """Pareto-best (accelerators per replica, users per replica) configurations on one system."""
+    max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
+    found: list[ServeOption] = []
+    reasons: list[str] = []
+    tp = 1
+    while tp <= min(system.scaleup_domain, max_tp):
+        pp = 1
+        while pp <= MAX_PP and pp <= m.layers:
+            slots = replica_slots(tp * pp, system)
+            if slots is not None:
+                batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft)
+                if batch >= 1:
+                    est = serving.estimate(m, acc, wl, tp, pp, batch)
+                    binding = "memory" if limit == "memory" else (
+                        "batch-cap" if limit == "batch-cap" else est.regime)
+                    found.append(ServeOption(
+                        demand, system.id, acc.id, tp, pp, tp * pp, slots, batch, est.tokens_per_s_per_user,
+                        est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
+                        est.weights_gb, est.kv_gb, binding, est.regime))
+                else:
+                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft))
+            pp *= 2
+        tp *= 2
+    if not found:
+        return [], _best_reason(reasons, acc, system)
+    return _pareto(found), ""
+
+
+def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft) -> str:
+    if limit == "memory":
+        return "memory:" + serving.estimate(m, acc, wl, tp, pp, 1).reason
+    if limit == "ttft":
+        t = serving.ttft_s(m, acc, wl, tp, pp)
+        return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} exceeds {max_ttft:g} s"
+    est = serving.estimate(m, acc, wl, tp, pp, 1)
+    return (f"latency:even one user gets {est.tokens_per_s_per_user:.1f} tok/s at TP{tp} PP{pp} "
+            f"({est.regime}-bound), below {min_tps:g}")
+
+
+def _best_reason(reasons: list[str], acc, system: System) -> str:
+    """The most informative reason: a speed miss beats a memory miss (it fit somewhere)."""
+    for prefix in ("latency:", "ttft:", "memory:"):
+        hits = [r for r in reasons if r.startswith(prefix)]
+        if hits:
+            return hits[-1].split(":", 1)[1] + f" (on {system.id})"
+    return f"no tensor/pipeline split fits {system.id}"
+
+
+def _pareto(found: list[ServeOption]) -> list[ServeOption]:
+    """Drop configurations another one beats on both slots and users; keep the best few by
+    users per slot plus the smallest replica."""
+    keep = [o for o in found if not any(
+        q is not o and q.accelerator_slots <= o.accelerator_slots and q.users_per_replica >= o.users_per_replica
+        and (q.accelerator_slots, -q.users_per_replica, q.pp) < (o.accelerator_slots, -o.users_per_replica, o.pp)
+        for q in found)]
+    keep.sort(key=lambda o: (-o.users_per_replica / o.accelerator_slots, o.accelerator_slots, o.tp, o.pp))
+    best = keep[:KEEP_PER_SYSTEM]
+    smallest = min(keep, key=lambda o: (o.accelerator_slots, -o.users_per_replica))
+    if smallest not in best:
+        best.append(smallest)
+    return sorted(best, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+
+
+# --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
+
+def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
+                  precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
+    """The fewest accelerators on this system type that fit and meet the deadline, and a larger
+    count if it uses whole systems better."""
+    need = training.accelerators_min(m, acc, method, seq, rank)
+    if need == 0:
+        return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GB)"
+    out: list[BatchOption] = []
+    last = None
+    for n in BATCH_COUNTS:
+        if n < need or replica_slots(n, system) is None:
+            continue
+        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+        last = est
+        if est.hours <= deadline_h:
+            binding = "memory" if n == need and need > 1 else ("deadline" if out == [] and n > need else "compute")
+            out.append(BatchOption(demand, system.id, acc.id, n, est.hours, est.memory_gb_per_accelerator,
+                                   acc.memory_gb, binding))
+            if len(out) >= 2 or n >= system.accelerators:
+                break
+    if not out:
+        hours = f"{last.hours:,.0f} h on {last.accelerators}" if last else "no count fits"
+        return [], f"too slow: {hours}x {acc.id}, deadline {deadline_h:g} h per run"
+    return out, ""
+
+
+# --- edge ---------------------------------------------------------------------------------------
+
+EDGE_KINDS = {"robot": ("edge",), "desk": ("workstation",), "phone": (), "any": ("edge", "workstation")}
+
+
+def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[EdgeOption | None, str]:
+    if system.accelerators != 1 or system.kind not in EDGE_KINDS[job.device]:
+        return None, ""
+    wl = serving.Workload(job.precision, "fp8" if job.precision in ("fp8", "fp4") else "bf16",
+                          max(1, job.context_tokens // 2), max(1, job.context_tokens // 4), job.context_tokens)
+    est = serving.estimate(m, acc, wl, 1, 1, 1)
+    power_w = acc.tdp_w or system.power_kw * 1000
+    if not est.fits:
+        return None, est.reason
+    if est.tokens_per_s_per_user < job.min_tokens_per_s:
+        return None, f"{est.tokens_per_s_per_user:.1f} tok/s ({est.regime}-bound), below {job.min_tokens_per_s:g}"
+    if job.max_power_w and power_w > job.max_power_w:
+        return None, f"draws {power_w:.0f} W, above the {job.max_power_w:g} W limit"
+    return EdgeOption(demand, system.id, acc.id, est.tokens_per_s_per_user, est.memory_gb_per_accelerator,
+                      est.memory_gb_capacity, power_w, est.regime), ""
+
+
+# --- everything ---------------------------------------------------------------------------------
+
+def demands_of(s: Scenario) -> list[Demand]:
+    out = []
+    for j in s.jobs:
+        if isinstance(j, ServeJob):
+            out.append(Demand(j.name, j.name, "serve", users=j.concurrent_users, hours_per_day=j.hours_per_day,
+                              latency_critical=j.latency_critical, priority=j.priority))
+        elif isinstance(j, FinetuneJob):
+            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
+                              max_hours_per_run=j.max_hours_per_run, priority=j.priority))
+        elif isinstance(j, PretrainJob):
+            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
+                              max_hours_per_run=j.max_days * 24, priority=j.priority))
+        elif isinstance(j, RLJob):
+            users = math.ceil(j.rollout_tokens_per_s / j.min_tokens_per_s_per_rollout)
+            out.append(Demand(f"{j.name}/rollout", j.name, "serve", users=users, hours_per_day=j.hours_per_day,
+                              priority=j.priority))
+            out.append(Demand(f"{j.name}/trainer", j.name, "batch", runs_per_year=365,
+                              max_hours_per_run=j.hours_per_day, priority=j.priority))
+        elif isinstance(j, EdgeJob):
+            out.append(Demand(j.name, j.name, "edge", units=j.devices, priority=j.priority))
+    return out
+
+
+def build(s: Scenario, cat: Catalog) -> Options:
+    """All options for all jobs over the systems that have at least one allowed offer."""
+    opts = Options()
+    opts.offers, opts.excluded_offers = allowed_offers(s, cat)
+    systems = sorted({o.system for o in opts.offers.values()})
+    jobs = {j.name: j for j in s.jobs}
+    for d in demands_of(s):
+        opts.demands[d.key] = d
+        job = jobs[d.job]
+        m = cat.models[job.model]
+        lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
+        found = lists.setdefault(d.key, [])
+        for sid in systems:
+            system = cat.systems[sid]
+            acc = cat.accelerators[system.accelerator]
+            got, why = _options_for(d, job, m, acc, system)
+            found.extend(got)
+            if not got and why:
+                opts.note(d.key, acc.id, why)
+        for acc_id in sorted(cat.accelerators):
+            if not any(o.accelerator == acc_id for o in found):
+                opts.note(d.key, acc_id, _policy_reason(acc_id, cat, opts))
+    return opts
+
+
+def _options_for(d: Demand, job, m, acc, system: System):
+    if d.kind == "serve":
+        if isinstance(job, RLJob):
+            return serve_configs(m, acc, system, rollout_workload(job), job.min_tokens_per_s_per_rollout,
+                                 None, d.key)
+        return serve_configs(m, acc, system, serve_workload(job), job.min_tokens_per_s_per_user,
+                             job.max_ttft_s, d.key)
+    if d.kind == "batch":
+        if isinstance(job, FinetuneJob):
+            return batch_configs(m, acc, system, job.method, job.dataset_tokens * job.epochs,
+                                 job.sequence_tokens, job.lora_rank, "bf16", d.max_hours_per_run, d.key)
+        if isinstance(job, PretrainJob):
+            return batch_configs(m, acc, system, "pretrain", job.training_tokens, job.sequence_tokens, 16,
+                                 job.precision, d.max_hours_per_run, d.key)
+        return batch_configs(m, acc, system, job.method if job.method == "full" else "lora",
+                             job.train_tokens_per_day, 8192, 16, "bf16", d.max_hours_per_run, d.key)
+    opt, why = edge_config(job, m, acc, system, d.key)
+    return ([opt] if opt else []), why
+
+
+def _policy_reason(acc_id: str, cat: Catalog, opts: Options) -> str:
+    """Why an accelerator has no option at all: its offers' exclusions, or no offers."""
+    reasons = sorted({why for oid, why in opts.excluded_offers.items()
+                      if cat.systems[cat.offers[oid].system].accelerator == acc_id})
+    if not reasons:
+        return "no offer in the catalog"
+    return "; ".join(reasons[:2])
+
+
+def hours_per_year(d: Demand) -> float:
+    return d.hours_per_day * 365.0
+
+
+def owned_busy_usd_per_slot_hour(offer: Offer, system: System, site) -> float:
+    """Busy power cost per accelerator-hour on an owned system."""
+    return costs.busy_usd_per_hour(offer, system, site) / system.accelerators

@@ -1,0 +1,133 @@
+"""Rendering: plain-text tables for people, JSON for scripts, Markdown for documents.
+
+Pure functions from plain data (dicts and lists) to strings; no solver, no typer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+
+def fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v) for v in value)
+    return str(value)
+
+
+def table(rows: list[dict], columns: list[str] | None = None, headers: dict | None = None) -> str:
+    """A plain-text table; columns default to the first row's keys."""
+    if not rows:
+        return "(none)"
+    columns = columns or list(rows[0])
+    headers = headers or {}
+    cells = [[headers.get(c, c) for c in columns]] + [[fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    numeric = [all(_is_num(r.get(c)) for r in rows) for c in columns]
+    lines = []
+    for n, row in enumerate(cells):
+        parts = [cell.rjust(w) if numeric[i] and n else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[dict], columns: list[str], headers: dict | None = None) -> str:
+    if not rows:
+        return "_none_"
+    headers = headers or {}
+    out = ["| " + " | ".join(headers.get(c, c) for c in columns) + " |",
+           "|" + "|".join("---" for _ in columns) + "|"]
+    out += ["| " + " | ".join(fmt(r.get(c)).replace("|", "/") for c in columns) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _is_num(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def to_json(data) -> str:
+    """Deterministic JSON: sorted keys, no NaN."""
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
+
+
+def usd(x) -> str:
+    return "-" if x is None else f"${x:,.0f}"
+
+
+FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
+FLEET_HEADERS = {"cost_usd_per_year": "$/year", "accelerators": "GPUs"}
+PLACEMENT_COLUMNS = ["replicas", "accelerator", "acquisition", "accelerators_per_replica", "tensor_parallel",
+                     "pipeline_parallel", "users_per_replica", "tokens_per_s_per_user", "hours_per_run",
+                     "memory_gb_per_accelerator", "memory_gb_capacity", "binding"]
+PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "TP", "pipeline_parallel": "PP",
+                     "users_per_replica": "users/rep", "tokens_per_s_per_user": "tok/s/user",
+                     "hours_per_run": "h/run", "memory_gb_per_accelerator": "mem GB",
+                     "memory_gb_capacity": "of GB"}
+
+
+def unit_cost_text(uc: dict) -> str:
+    parts = []
+    if uc.get("usd_per_million_tokens") is not None:
+        parts.append(f"${uc['usd_per_million_tokens']:.3f} per million output tokens")
+    if uc.get("usd_per_user_per_year") is not None:
+        parts.append(f"{usd(uc['usd_per_user_per_year'])} per concurrent user-year")
+    if uc.get("usd_per_run") is not None:
+        parts.append(f"{usd(uc['usd_per_run'])} per run")
+    if uc.get("usd_per_day") is not None:
+        parts.append(f"{usd(uc['usd_per_day'])} per day")
+    if uc.get("usd_per_device_per_year") is not None:
+        parts.append(f"{usd(uc['usd_per_device_per_year'])} per device-year")
+    return "; ".join(parts) or "-"
+
+
+def plan_text(plan: dict) -> str:
+    lines = [f"Plan for '{plan['scenario']}': {plan['status']}, "
+             f"{usd(plan['total_cost_usd_per_year'])} per year "
+             f"({usd(plan['total_cost_usd_over_horizon'])} over {plan['horizon_years']} years)", ""]
+    lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
+    for job in plan["jobs"]:
+        lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
+                     + unit_cost_text(job["unit_cost"]))
+        lines.append(table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS))
+        for dk, u in job.get("unserved", {}).items():
+            lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))
+        for msg in job.get("why", []):
+            lines.append(f"  - {msg}")
+        lines.append("")
+    for section in plan.get("report_sections", []):
+        lines += [section["title"], section["text"], ""]
+    s = plan["solver"]
+    gap = "" if s.get("gap") in (None, 0) else f", gap {s['gap']:.2%}"
+    lines.append(f"Solved by {s['name']} in {s['seconds']:.2f} s ({s['variables']} variables, "
+                 f"{s['constraints']} constraints{gap}).")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plan_markdown(plan: dict) -> str:
+    lines = [f"# Hardware plan: {plan['scenario']}", "",
+             f"**Status:** {plan['status']}. **Cost:** {usd(plan['total_cost_usd_per_year'])} per year, "
+             f"{usd(plan['total_cost_usd_over_horizon'])} over {plan['horizon_years']} years.", "",
+             "## What to buy or rent", "",
+             markdown_table(plan["fleet"], FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
+                            {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), ""]
+    for job in plan["jobs"]:
+        lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
+                  f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
+                  markdown_table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS), ""]
+        lines += [f"- {msg}" for msg in job.get("why", [])]
+        lines.append("")
+    for section in plan.get("report_sections", []):
+        lines += [f"## {section['title']}", "", section.get("markdown", section["text"]), ""]
+    return "\n".join(lines).rstrip() + "\n"
