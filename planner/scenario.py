@@ -258,8 +258,11 @@ def _problem(err: dict, lines: Lines, where: str) -> Problem:
     elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
         msg = "job 'stage' is missing or unknown"
         hint = "set stage to one of: serve, finetune, pretrain, rl, edge"
-    elif kind in ("greater_than", "greater_than_equal"):
-        hint = "use a positive value" if "0" in msg else "raise the value"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        ctx = err.get("ctx", {})
+        bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
+                 "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
+        hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
     elif kind == "finite_number":
         hint = "use an ordinary number (NaN and infinity are not allowed)"
     elif kind in ("model_type", "dict_type"):
