@@ -28,7 +28,9 @@ Decode step (one new token for each of the batch's sequences), per pipeline stag
 
 The token overhead is the non-matmul work per token per layer (norms, residual adds, activation
 quantisation, MoE routing, sampling). Tensor parallelism replicates it on every rank instead of
-splitting it, which is why measured max-load throughput grows less than linearly with TP.
+splitting it, which is why measured max-load throughput grows less than linearly with TP. An MoE
+at TP > 1 is served expert-parallel with data-parallel attention, so there it divides by TP
+(token_seconds_per_layer).
 
 Time to first token: the prompt's FLOPs over TP x prefill_mfu x peak (or one weight read, if
 longer), plus the all-reduces of its activations and its per-token overhead.
@@ -62,8 +64,13 @@ class Workload:
 
     @property
     def avg_context(self) -> float:
-        """Average tokens in the KV cache over a sequence's decode."""
-        return min(self.kv_tokens, self.input_tokens + self.output_tokens / 2)
+        """Average tokens in the KV cache over a sequence's decode: input + output/2 for one
+        request; when the sequence is a conversation holding up to `context_tokens`, at least
+        half of that (its history fills the cache between turns)."""
+        one_request = self.input_tokens + self.output_tokens / 2
+        if self.context_tokens:
+            return min(self.kv_tokens, max(one_request, self.context_tokens / 2))
+        return min(self.kv_tokens, one_request)
 
 
 @dataclass(frozen=True)
