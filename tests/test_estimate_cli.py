@@ -1,0 +1,86 @@
+"""Issue 3: `plan estimate`, the what-if calculator, and its JSON contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SERVE_KEYS = {"fits", "reason", "memory_gb_per_accelerator", "memory_gb_capacity", "tensor_parallel",
+              "pipeline_parallel", "replicas", "batch", "tpot_ms", "ttft_ms", "tokens_per_s_per_user",
+              "tokens_per_s", "regime"}
+TRAIN_KEYS = {"fits", "memory_gb_per_accelerator", "accelerators_min", "hours"}
+
+
+def est(plan_cli, *args):
+    r = plan_cli("estimate", *args, "--format", "json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def test_single_stream_70b_fp8_on_h200(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h200-sxm", "--precision", "fp8")
+    assert SERVE_KEYS <= set(out)
+    assert out["fits"] and out["tensor_parallel"] == 1 and out["batch"] == 1
+    # ~73 GB of fp8 weights read per token at ~3.8 TB/s effective: 20-30 ms per token
+    assert 20 <= out["tpot_ms"] <= 32
+    assert out["regime"] == "bandwidth"
+
+
+def test_smallest_tp_that_fits_by_default(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--count", "8")
+    assert out["fits"] and out["tensor_parallel"] * out["pipeline_parallel"] == 2  # 141 GB of bf16 weights
+
+
+def test_max_throughput_uses_all_accelerators(plan_cli):
+    one = est(plan_cli, "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--precision", "fp8",
+              "--max-throughput", "--count", "1")
+    eight = est(plan_cli, "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--precision", "fp8",
+                "--max-throughput", "--count", "8")
+    assert eight["tokens_per_s"] >= 7 * one["tokens_per_s"]
+    assert eight["replicas"] * eight["tensor_parallel"] * eight["pipeline_parallel"] <= 8
+
+
+def test_per_user_target_caps_the_batch(plan_cli):
+    free = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h200-sxm", "--precision", "fp8",
+               "--count", "8", "--tp", "8", "--min-tokens-per-s-per-user", "1")
+    fast = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h200-sxm", "--precision", "fp8",
+               "--count", "8", "--tp", "8", "--min-tokens-per-s-per-user", "50")
+    assert fast["batch"] < free["batch"]
+    assert fast["tokens_per_s_per_user"] >= 50
+
+
+def test_fixed_tp_and_batch(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--count", "4", "--tp", "4",
+              "--batch", "32", "--precision", "fp8")
+    assert out["tensor_parallel"] == 4 and out["batch"] == 32
+
+
+def test_not_fitting_is_a_normal_answer(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-405b", "--accelerator", "rtx-4090")
+    assert out["fits"] is False and "GB" in out["reason"]
+
+
+def test_finetune_contract_and_seed_fact(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-8b", "--accelerator", "rtx-4090", "--stage", "finetune",
+              "--method", "qlora", "--tokens", "75e6")
+    assert TRAIN_KEYS <= set(out)
+    assert out["fits"] and out["accelerators_min"] == 1
+    assert 10 <= out["memory_gb_per_accelerator"] <= 16  # seed 000: QLoRA on 8B needs about 10-16 GB
+    assert 1 <= out["hours"] <= 48  # "does it in hours"
+
+
+def test_full_finetune_70b_needs_a_node(plan_cli):
+    out = est(plan_cli, "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--stage", "finetune",
+              "--method", "full", "--count", "1")
+    assert out["fits"] is False and out["accelerators_min"] >= 8
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--model", "llama-3.1-8b", "--accelerator", "h100"), "h100-sxm"),
+    (("--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--precision", "fp3"), "use one of"),
+    (("--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--batch", "4", "--max-throughput"), "exclude"),
+])
+def test_bad_estimate_input_exit_2(plan_cli, args, fragment):
+    r = plan_cli("estimate", *args)
+    assert r.code == 2 and fragment in r.err
