@@ -9,6 +9,10 @@ Owned system, per year:
 
 Rented system: price per system-hour x hours held (on-demand and spot: the hours used; reserved:
 every hour of the year, as the commitment is paid whether used or not).
+
+Spot capacity can be reclaimed at any time. Batch runs on spot checkpoint and restart: their hours
+are inflated by SPOT_RESTART_OVERHEAD (lost work since the last checkpoint, restart and reload),
+and serving never uses spot unless the policy allows it (and latency-critical serving never does).
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ HOURS_PER_YEAR = 8760.0
 IDLE_POWER_FRACTION = 0.3
 """Share of full power drawn by an idle server (GPUs idle near 10-15% of TDP, hosts, fans and
 network much higher) [derived; check against your own meters]."""
+
+
+SPOT_RESTART_OVERHEAD = 1.10
+"""Wall-clock hours of a batch run on spot per hour on dedicated capacity: with a checkpoint every
+~30 min and a reclaim every few hours, about 10% is lost to redone work and restarts
+[assumption; measure your own preemption rate]."""
+
+
+def run_hours(hours: float, acquisition: str) -> float:
+    """Hours one batch run holds its accelerators under this acquisition (spot restarts included)."""
+    return hours * SPOT_RESTART_OVERHEAD if acquisition == "spot" else hours
 
 
 def annuity(rate: float, life_years: float) -> float:
@@ -66,3 +81,20 @@ def busy_usd_per_hour(offer: Offer, system: System, site) -> float:
 def is_owned(offer: Offer) -> bool:
     """Held all year by the fleet and shareable between jobs (bought or reserved)."""
     return offer.acquisition in ("buy", "reserved-1y", "reserved-3y")
+
+
+def owned_usd_per_accelerator_hour(offer: Offer, system: System, site, discount_rate: float,
+                                   busy_hours_per_year: float) -> float:
+    """Cost of one owned accelerator per busy hour when the system is busy `busy_hours_per_year`
+    hours a year: its fixed yearly cost spread over those hours, plus busy power."""
+    fixed = sum(owned_fixed_usd_per_year(offer, system, site, discount_rate).values())
+    hours = max(busy_hours_per_year, 1e-9)
+    return (fixed / hours + busy_usd_per_hour(offer, system, site)) / system.accelerators
+
+
+def break_even_utilisation(buy: Offer, rent: Offer, system: System, site, discount_rate: float) -> float:
+    """Share of the year above which owning `system` under `buy` is cheaper than renting the same
+    system by the hour under `rent`: fixed / (price - busy power) / 8760 (inf if renting always wins)."""
+    fixed = sum(owned_fixed_usd_per_year(buy, system, site, discount_rate).values())
+    margin = rent.price_usd_per_hour - busy_usd_per_hour(buy, system, site)
+    return fixed / (margin * HOURS_PER_YEAR) if margin > 0 else float("inf")

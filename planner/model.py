@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from planner import costs
+from planner import costs, shortlist
 from planner.catalog import Catalog, Offer
 from planner.options import Demand, Options, hours_per_year, site_exclusion
 from planner.scenario import Scenario
@@ -53,6 +53,10 @@ class FleetModel:
     unserved: dict = field(default_factory=dict)
     slack: dict = field(default_factory=dict)
     rows: dict = field(default_factory=dict)
+    serve_pairs: dict = field(default_factory=dict)
+    """demand -> [(option index, offer id)] the MILP instantiates (see shortlist.py)."""
+    batch_pairs: dict = field(default_factory=dict)
+    pairs_pruned: int = 0
     cost_terms: dict = field(default_factory=dict)
     """component -> list of (coefficient, variable) making up the yearly cost."""
 
@@ -62,7 +66,7 @@ class FleetModel:
             raise ValueError(f"duplicate constraint {key}")
         name = f"c{len(self.rows)}"
         self.prob.addConstraint(constraint, name)
-        self.rows[key] = self.prob.constraints[name]
+        self.rows[key] = self.prob.get_constraint_by_name(name)
 
     def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None) -> pulp.LpVariable:
         v = self.prob.add_variable(f"v{self._count()}", lowBound=low, upBound=up, cat=cat)
@@ -101,21 +105,9 @@ def _cap(fm: FleetModel, o: Offer) -> int:
 
 # --- variables ---------------------------------------------------------------------------------
 
-def define_owned_variables(fm: FleetModel) -> None:
-    """n[o] in {0..cap_o}; cost fixed_o x n[o] (capital, support, hosting, idle power | commitment)."""
-    used_systems = {opt.system for lst in fm.options.serve.values() for opt in lst}
-    used_systems |= {opt.system for lst in fm.options.batch.values() for opt in lst}
-    for oid, o in sorted(fm.options.offers.items()):
-        if not _owned(o) or o.system not in used_systems:
-            continue
-        v = fm.var(fm.n, oid, "Integer", 0, _cap(fm, o))
-        parts = costs.owned_fixed_usd_per_year(o, fm.system_of(oid), fm.scenario.site,
-                                               fm.scenario.policy.discount_rate)
-        for component, usd in parts.items():
-            fm.cost(component, usd, v)
-
-
 def _serve_offers(fm: FleetModel, d: Demand, system_id: str) -> list[str]:
+    """Offers serving demand d may use on a system: no spot unless the policy allows it for
+    serving and d is not latency-critical; no bought workstation in a data center."""
     out = []
     for oid in _offers_of_system(fm, system_id):
         o = fm.offer(oid)
@@ -127,26 +119,68 @@ def _serve_offers(fm: FleetModel, d: Demand, system_id: str) -> list[str]:
     return out
 
 
+def _batch_offers(fm: FleetModel, d: Demand, opt) -> list[str]:
+    """Offers a batch option may use: rentals whose cap holds one run, spot only if the run with
+    its restart overhead still meets the deadline, no bought workstation in a data center."""
+    out = []
+    system = fm.catalog.systems[opt.system]
+    for oid in _offers_of_system(fm, opt.system):
+        o = fm.offer(oid)
+        if site_exclusion(o, system, fm.scenario):
+            continue
+        if not _owned(o):
+            if o.max_systems is not None and _systems_per_run(opt.accelerators, system.accelerators) > o.max_systems:
+                continue
+            if costs.run_hours(opt.hours_per_run, o.acquisition) > d.max_hours_per_run:
+                continue
+        out.append(oid)
+    return out
+
+
+def define_pairs(fm: FleetModel) -> None:
+    """Candidate (option, offer) pairs per demand, reduced by shortlist.select (exact for small
+    scenarios; a documented heuristic above shortlist.PRUNE_ABOVE pairs)."""
+    serve = {dk: [(i, oid) for i, opt in enumerate(opts)
+                  for oid in _serve_offers(fm, fm.options.demands[dk], opt.system)]
+             for dk, opts in sorted(fm.options.serve.items())}
+    batch = {dk: [(i, oid) for i, opt in enumerate(opts)
+                  for oid in _batch_offers(fm, fm.options.demands[dk], opt)]
+             for dk, opts in sorted(fm.options.batch.items())}
+    fm.serve_pairs, fm.batch_pairs, fm.pairs_pruned = shortlist.select(
+        fm.scenario, fm.catalog, fm.options, serve, batch)
+
+
+def define_owned_variables(fm: FleetModel) -> None:
+    """n[o] in {0..cap_o} for owned offers some pair uses; cost fixed_o x n[o] (capital, support,
+    hosting, idle power | the reserved commitment)."""
+    used = {oid for pairs in (*fm.serve_pairs.values(), *fm.batch_pairs.values()) for _, oid in pairs}
+    for oid, o in sorted(fm.options.offers.items()):
+        if not _owned(o) or oid not in used:
+            continue
+        v = fm.var(fm.n, oid, "Integer", 0, _cap(fm, o))
+        parts = costs.owned_fixed_usd_per_year(o, fm.system_of(oid), fm.scenario.site,
+                                               fm.scenario.policy.discount_rate)
+        for component, usd in parts.items():
+            fm.cost(component, usd, v)
+
+
 def define_serving_variables(fm: FleetModel) -> None:
     """y[d,i,o] replicas; r[d,o] hourly-rented systems. Busy power on owned systems and rentals
     are charged for the demand's hours: slots x busy $/accelerator-hour x hours, price x hours."""
     site = fm.scenario.site
-    for dk, opts in sorted(fm.options.serve.items()):
+    for dk, pairs in sorted(fm.serve_pairs.items()):
         d = fm.options.demands[dk]
         hours = hours_per_year(d)
-        for i, opt in enumerate(opts):
-            for oid in _serve_offers(fm, d, opt.system):
-                o = fm.offer(oid)
-                if _owned(o) and oid not in fm.n:
-                    continue
-                v = fm.var(fm.y, (dk, i, oid), "Integer", 0, None)
-                if _owned(o):
-                    system = fm.system_of(oid)
-                    busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
-                    fm.cost("power", busy * opt.accelerator_slots * hours, v)
-                elif (dk, oid) not in fm.r:
-                    rv = fm.var(fm.r, (dk, oid), "Integer", 0, _cap(fm, o))
-                    fm.cost("rental", o.price_usd_per_hour * hours, rv)
+        for i, oid in pairs:
+            opt, o = fm.options.serve[dk][i], fm.offer(oid)
+            v = fm.var(fm.y, (dk, i, oid), "Integer", 0, None)
+            if _owned(o):
+                system = fm.system_of(oid)
+                busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
+                fm.cost("power", busy * opt.accelerator_slots * hours, v)
+            elif (dk, oid) not in fm.r:
+                rv = fm.var(fm.r, (dk, oid), "Integer", 0, _cap(fm, o))
+                fm.cost("rental", o.price_usd_per_hour * hours, rv)
 
 
 def _systems_per_run(accelerators: int, per_system: int) -> int:
@@ -155,29 +189,27 @@ def _systems_per_run(accelerators: int, per_system: int) -> int:
 
 def define_batch_variables(fm: FleetModel) -> None:
     """x[d,i,o] share of runs; on owned offers a binary b places the run there (it must fit at once);
-    on rentals each run pays systems x hours x price."""
+    on rentals each run pays systems x run hours x price (spot: hours x SPOT_RESTART_OVERHEAD).
+    b exists only where fitting at once is not implied: a run on one system with no always-on
+    serving beside it needs n[o] >= 1, which the hours row already forces (x > 0 => n > 0)."""
     site = fm.scenario.site
-    for dk, opts in sorted(fm.options.batch.items()):
+    always_on = {oid for dk, pairs in fm.serve_pairs.items() if fm.options.demands[dk].hours_per_day >= 24
+                 for _, oid in pairs}
+    for dk, pairs in sorted(fm.batch_pairs.items()):
         d = fm.options.demands[dk]
-        for i, opt in enumerate(opts):
-            for oid in _offers_of_system(fm, opt.system):
-                o = fm.offer(oid)
-                system = fm.system_of(oid)
-                if site_exclusion(o, system, fm.scenario):
-                    continue
-                if _owned(o):
-                    if oid not in fm.n:
-                        continue
-                    v = fm.var(fm.x, (dk, i, oid), "Continuous", 0, 1)
+        for i, oid in pairs:
+            opt, o = fm.options.batch[dk][i], fm.offer(oid)
+            system = fm.system_of(oid)
+            v = fm.var(fm.x, (dk, i, oid), "Continuous", 0, 1)
+            if _owned(o):
+                if opt.accelerators > system.accelerators or oid in always_on:
                     fm.var(fm.b, (dk, i, oid), "Binary")
-                    busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
-                    fm.cost("power", busy * opt.accelerators * opt.hours_per_run * d.runs_per_year, v)
-                else:
-                    per_run = _systems_per_run(opt.accelerators, system.accelerators)
-                    if o.max_systems is not None and per_run > o.max_systems:
-                        continue
-                    v = fm.var(fm.x, (dk, i, oid), "Continuous", 0, 1)
-                    fm.cost("rental", per_run * opt.hours_per_run * o.price_usd_per_hour * d.runs_per_year, v)
+                busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
+                fm.cost("power", busy * opt.accelerators * opt.hours_per_run * d.runs_per_year, v)
+            else:
+                per_run = _systems_per_run(opt.accelerators, system.accelerators)
+                hours = costs.run_hours(opt.hours_per_run, o.acquisition)
+                fm.cost("rental", per_run * hours * o.price_usd_per_hour * d.runs_per_year, v)
 
 
 def define_edge_variables(fm: FleetModel) -> None:
@@ -198,10 +230,22 @@ def define_edge_variables(fm: FleetModel) -> None:
 
 # --- constraints ---------------------------------------------------------------------------------
 
+def _y_of(fm: FleetModel, dk: str) -> list[tuple[int, str, pulp.LpVariable]]:
+    """Demand dk's replica variables as (option index, offer, variable), sorted."""
+    index = getattr(fm, "_y_index", None)
+    if index is None or index[0] != len(fm.y):
+        by: dict[str, list] = {}
+        for (d, i, oid), v in sorted(fm.y.items()):
+            by.setdefault(d, []).append((i, oid, v))
+        index = (len(fm.y), by)
+        fm._y_index = index
+    return index[1].get(dk, [])
+
+
 def _supply(fm: FleetModel, dk: str, only_offer: str | None = None):
     opts = fm.options.serve[dk]
-    return pulp.lpSum(opts[i].users_per_replica * v for (d, i, oid), v in fm.y.items()
-                      if d == dk and (only_offer is None or oid == only_offer))
+    return pulp.lpSum(opts[i].users_per_replica * v for i, oid, v in _y_of(fm, dk)
+                      if only_offer is None or oid == only_offer)
 
 
 def define_demand_constraints(fm: FleetModel) -> None:
@@ -225,28 +269,44 @@ def define_capacity_constraints(fm: FleetModel) -> None:
     run at once; TP groups stay inside one system by construction of the options).
     Owned offer o, over the year: sum serve slots y hours_d + sum batch n_i hours_i runs_d x <=
     8760 accelerators_o n[o] (time-sharing: fine-tuning uses hours serving leaves idle).
-    A batch run placed on o must fit there at once: accelerators_i b <= accelerators_o n[o], x <= b.
+    A batch run placed on o must fit there at once beside the serving jobs that never pause
+    (24 h/day): accelerators_i b + sum_{24h d,i} slots_i y[d,i,o] <= accelerators_o n[o], x <= b.
+    Part-day serving jobs are assumed idle at the same hours (nights, weekends), so a run uses
+    their slots then; a run longer than that idle window is checkpointed and resumed in the next.
     Rented offer o for demand d: sum_i slots_i y[d,i,o] <= accelerators_o r[d,o]."""
+    serve_on: dict[str, list] = {}
+    for (dk, i, oid), v in fm.y.items():
+        serve_on.setdefault(oid, []).append((fm.options.serve[dk][i], fm.options.demands[dk], v))
+    batch_on: dict[str, list] = {}
+    for (dk, i, oid), v in fm.x.items():
+        if oid in fm.n:
+            batch_on.setdefault(oid, []).append((fm.options.batch[dk][i], fm.options.demands[dk], v))
     for oid, nv in sorted(fm.n.items()):
         per = fm.system_of(oid).accelerators
-        peak = [(fm.options.serve[dk][i].accelerator_slots, v) for (dk, i, o), v in fm.y.items() if o == oid]
-        if peak:
-            fm.add("capacity", oid, pulp.lpSum(c * v for c, v in peak) <= per * nv)
-        hours = [(fm.options.serve[dk][i].accelerator_slots * hours_per_year(fm.options.demands[dk]), v)
-                 for (dk, i, o), v in fm.y.items() if o == oid]
-        hours += [(fm.options.batch[dk][i].accelerators * fm.options.batch[dk][i].hours_per_run
-                   * fm.options.demands[dk].runs_per_year, v) for (dk, i, o), v in fm.x.items() if o == oid]
-        if any(fm.options.batch.get(dk) for (dk, i, o) in fm.x if o == oid):
+        serving = serve_on.get(oid, [])
+        if serving:
+            fm.add("capacity", oid, pulp.lpSum(opt.accelerator_slots * v for opt, _, v in serving) <= per * nv)
+        if batch_on.get(oid):
+            hours = [(opt.accelerator_slots * hours_per_year(d), v) for opt, d, v in serving]
+            hours += [(opt.accelerators * opt.hours_per_run * d.runs_per_year, v) for opt, d, v in batch_on[oid]]
             fm.add("hours", oid, pulp.lpSum(c * v for c, v in hours) <= HOURS * per * nv)
     for (dk, i, oid), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
-        fm.add("batch-fit", f"{dk}|{i}|{oid}", fm.options.batch[dk][i].accelerators * bv <= per * fm.n[oid])
+        need = fm.options.batch[dk][i].accelerators
+        always_on = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get(oid, []) if d.hours_per_day >= 24]
+        if always_on:
+            fm.add("batch-fit", f"{dk}|{i}|{oid}",
+                   need * bv + pulp.lpSum(c * v for c, v in always_on) <= per * fm.n[oid])
+        else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
+            fm.add("batch-fit", f"{dk}|{i}|{oid}", math.ceil(need / per) * bv <= fm.n[oid])
         fm.add("batch-link", f"{dk}|{i}|{oid}", fm.x[(dk, i, oid)] <= bv)
+    rented: dict[tuple, list] = {}
+    for (dk, i, oid), v in fm.y.items():
+        if (dk, oid) in fm.r:
+            rented.setdefault((dk, oid), []).append((fm.options.serve[dk][i].accelerator_slots, v))
     for (dk, oid), rv in sorted(fm.r.items()):
         per = fm.system_of(oid).accelerators
-        used = [(fm.options.serve[dk][i].accelerator_slots, v) for (d, i, o), v in fm.y.items()
-                if d == dk and o == oid]
-        fm.add("rental", f"{dk}|{oid}", pulp.lpSum(c * v for c, v in used) <= per * rv)
+        fm.add("rental", f"{dk}|{oid}", pulp.lpSum(c * v for c, v in rented.get((dk, oid), [])) <= per * rv)
 
 
 def define_availability_constraints(fm: FleetModel) -> None:
@@ -268,12 +328,12 @@ def define_redundancy_constraints(fm: FleetModel) -> None:
     if fm.scenario.policy.redundancy != "n+1":
         return
     for dk in sorted(fm.options.serve):
-        offers = sorted({oid for (d, _, oid) in fm.y if d == dk})
+        offers = sorted({oid for _, oid, _ in _y_of(fm, dk)})
         for oid in offers:
             per = fm.system_of(oid).accelerators
             lost = []
-            for (d, i, o), yv in sorted(fm.y.items(), key=lambda kv: kv[0][1]):
-                if d != dk or o != oid:
+            for i, o, yv in _y_of(fm, dk):
+                if o != oid:
                     continue
                 opt = fm.options.serve[dk][i]
                 per_system = per // opt.accelerators_per_replica if opt.accelerators_per_replica <= per else 1
@@ -334,6 +394,7 @@ def define_objective(fm: FleetModel) -> None:
 
 
 FAMILIES = (
+    define_pairs,
     define_owned_variables,
     define_serving_variables,
     define_batch_variables,

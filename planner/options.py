@@ -129,7 +129,10 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
 
 
 def site_exclusion(o: Offer, system: System, s: Scenario) -> str:
-    """Why a bought system may not host serving or training at this site ('' if it may)."""
+    """Why a system may not host serving or training here ('' if it may). Edge devices (robot
+    computers) run edge jobs only; a data center buys no workstations."""
+    if system.kind == "edge":
+        return "an edge device (a robot's computer): it runs edge jobs only"
     if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"):
         return (f"a {system.kind}, not a rack server: the site is a data center (set site.kind: office "
                 "to buy workstations)")
@@ -191,9 +194,27 @@ def replica_slots(replica: int, system: System) -> float | None:
     return float(replica)
 
 
+def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
+           cache: dict | None):
+    """(largest batch, its limit, the estimate at that batch) for one TP x PP replica; the answer
+    depends only on model, accelerator, workload, split and targets, so systems sharing an
+    accelerator (an 8-GPU node and a 1-GPU instance) and jobs sharing a workload reuse it."""
+    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft)
+    if cache is not None and key in cache:
+        return cache[key]
+    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft)
+    est = serving.estimate(m, acc, wl, tp, pp, batch) if batch >= 1 else None
+    if cache is not None:
+        cache[key] = (batch, limit, est)
+    return batch, limit, est
+
+
 def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
-                  demand: str) -> tuple[list[ServeOption], str]:
-    """Pareto-best (accelerators per replica, users per replica) configurations on one system."""
+                  demand: str, cache: dict | None = None) -> tuple[list[ServeOption], str]:
+    """Pareto-best (accelerators per replica, users per replica) configurations on one system.
+    Beyond PP 2, pipeline stages are added (PP doubled) only while memory limits the batch: a
+    token still passes every stage in turn, so more stages barely raise per-user speed and leave
+    the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
     max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
     found: list[ServeOption] = []
     reasons: list[str] = []
@@ -202,10 +223,13 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
         pp = 1
         while pp <= MAX_PP and pp <= m.layers:
             slots = replica_slots(tp * pp, system)
+            if slots is not None and tp * pp > system.accelerators and not scales_out(system):
+                reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
+                               f"({system.kind}, no scale-out fabric)")
+                break
             if slots is not None:
-                batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft)
+                batch, limit, est = _probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache)
                 if batch >= 1:
-                    est = serving.estimate(m, acc, wl, tp, pp, batch)
                     binding = "memory" if limit == "memory" else (
                         "batch-cap" if limit == "batch-cap" else est.regime)
                     found.append(ServeOption(
@@ -214,6 +238,8 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                         est.weights_gb, est.kv_gb, binding, est.regime))
                 else:
                     reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft))
+                if limit != "memory" and pp >= 2:
+                    break  # more stages add memory only: per-user speed and the batch cap barely move
             pp *= 2
         tp *= 2
     if not found:
@@ -234,7 +260,7 @@ def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft) -> str:
 
 def _best_reason(reasons: list[str], acc, system: System) -> str:
     """The most informative reason: a speed miss beats a memory miss (it fit somewhere)."""
-    for prefix in ("latency:", "ttft:", "memory:"):
+    for prefix in ("latency:", "ttft:", "memory:", "span:"):
         hits = [r for r in reasons if r.startswith(prefix)]
         if hits:
             return hits[-1].split(":", 1)[1] + f" (on {system.id})"
@@ -258,10 +284,23 @@ def _pareto(found: list[ServeOption]) -> list[ServeOption]:
 
 # --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
 
+SCALE_OUT_KINDS = ("server", "rack", "tpu-slice")
+SCALE_OUT_MIN_ACCELERATORS = 8
+
+
+def scales_out(system: System) -> bool:
+    """May one training run span several of these systems? Only data-center nodes built for a
+    scale-out fabric (InfiniBand/RoCE/EFA/ICI: servers, racks, TPU slices, and cloud instances of
+    8 or more accelerators); not workstations, edge boxes or 1-4-GPU cloud instances."""
+    if system.kind in SCALE_OUT_KINDS:
+        return True
+    return system.kind == "cloud-instance" and system.accelerators >= SCALE_OUT_MIN_ACCELERATORS
+
+
 def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
                   precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
     """The fewest accelerators on this system type that fit and meet the deadline, and a larger
-    count if it uses whole systems better."""
+    count if it uses whole systems better. A run spans several systems only if they scale out."""
     need = training.accelerators_min(m, acc, method, seq, rank)
     if need == 0:
         return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GB)"
@@ -270,6 +309,11 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     for n in BATCH_COUNTS:
         if n < need or replica_slots(n, system) is None:
             continue
+        if n > system.accelerators and not scales_out(system):
+            if last is None:
+                return [], (f"needs {need}+ accelerators but a run may not span several {system.id} "
+                            f"({system.kind}, no scale-out fabric)")
+            break
         est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
         last = est
         if est.hours <= deadline_h:
@@ -279,6 +323,9 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
             if len(out) >= 2 or n >= system.accelerators:
                 break
     if not out:
+        if last is not None and last.accelerators >= system.accelerators and not scales_out(system):
+            return [], (f"too slow: {last.hours:,.0f} h on {last.accelerators}x {acc.id} (one {system.id}; "
+                        f"a {system.kind} does not scale out), deadline {deadline_h:g} h per run")
         hours = f"{last.hours:,.0f} h on {last.accelerators}" if last else "no count fits"
         return [], f"too slow: {hours}x {acc.id}, deadline {deadline_h:g} h per run"
     return out, ""
@@ -337,6 +384,7 @@ def build(s: Scenario, cat: Catalog) -> Options:
     opts.offers, opts.excluded_offers = allowed_offers(s, cat)
     systems = sorted({o.system for o in opts.offers.values()})
     jobs = {j.name: j for j in s.jobs}
+    cache: dict = {}
     for d in demands_of(s):
         opts.demands[d.key] = d
         job = jobs[d.job]
@@ -346,7 +394,7 @@ def build(s: Scenario, cat: Catalog) -> Options:
         for sid in systems:
             system = cat.systems[sid]
             acc = cat.accelerators[system.accelerator]
-            got, why = _options_for(d, job, m, acc, system)
+            got, why = _options_for(d, job, m, acc, system, cache)
             found.extend(got)
             if not got and why:
                 opts.note(d.key, acc.id, why)
@@ -356,13 +404,13 @@ def build(s: Scenario, cat: Catalog) -> Options:
     return opts
 
 
-def _options_for(d: Demand, job, m, acc, system: System):
+def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
     if d.kind == "serve":
         if isinstance(job, RLJob):
             return serve_configs(m, acc, system, rollout_workload(job), job.min_tokens_per_s_per_rollout,
-                                 None, d.key)
+                                 None, d.key, cache)
         return serve_configs(m, acc, system, serve_workload(job), job.min_tokens_per_s_per_user,
-                             job.max_ttft_s, d.key)
+                             job.max_ttft_s, d.key, cache)
     if d.kind == "batch":
         if isinstance(job, FinetuneJob):
             return batch_configs(m, acc, system, job.method, job.dataset_tokens * job.epochs,

@@ -28,16 +28,25 @@ def unplaceable(opts: Options) -> list[Demand]:
     return out
 
 
-def no_option_diagnosis(missing: list[Demand], opts: Options) -> Diagnosis:
+def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None = None, cat=None) -> Diagnosis:
+    """Why no accelerator can run a job: the one that comes closest, with its number (from the
+    physics), then every accelerator's reason."""
+    from planner.runit import closest_miss
+
     lines, relax = [], []
     for d in missing:
         reasons = opts.why_not.get(d.key, {})
-        lines.append(f"job '{d.key}': no accelerator in the catalog and policy can run it")
+        closest = closest_miss(d, s, cat, opts) if s is not None and cat is not None else None
+        if closest:
+            lines.append(f"job '{d.key}': {closest[0]}")
+            relax.append(closest[1])
+        else:
+            lines.append(f"job '{d.key}': no accelerator in the catalog and policy can run it")
+            relax.append({"family": "options", "constraint": d.key,
+                          "message": "relax the job's targets (speed, TTFT, deadline), its precision, "
+                                     "or the policy's allowed acquisition modes, providers and stacks"})
         for acc, why in sorted(reasons.items())[:40]:
             lines.append(f"  {acc}: {why}")
-        relax.append({"family": "options", "constraint": d.key,
-                      "message": "relax the job's targets (speed, TTFT, deadline), its precision, "
-                                 "or the policy's allowed acquisition modes, providers and stacks"})
     return Diagnosis("\n".join(lines), relax)
 
 
@@ -48,7 +57,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     opts = options.build(s, cat)
     missing = unplaceable(opts)
     if missing and s.budget.mode != "max-coverage":
-        raise InfeasibleError(no_option_diagnosis(missing, opts))
+        raise InfeasibleError(no_option_diagnosis(missing, opts, s, cat))
     fm = model.build(s, cat, opts)
     res = solve(fm, time_limit_s=time_limit_s)
     if res.status == "infeasible":
@@ -126,7 +135,8 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
         "jobs": jobs,
         "utilisation": _utilisation(fm, res, usage),
         "solver": {"name": res.solver, "seconds": r2(res.seconds, 3), "gap": r2(res.gap, 6),
-                   "variables": len(fm.prob.variables()), "constraints": len(fm.rows)},
+                   "variables": len(fm.prob.variables()), "constraints": len(fm.rows),
+                   "pairs_pruned": fm.pairs_pruned},
     }
 
 
@@ -167,7 +177,8 @@ def _usage(fm, res) -> dict[str, dict[str, float]]:
         use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * options.hours_per_year(d)
     for (dk, i, oid), v in fm.x.items():
         opt, d = fm.options.batch[dk][i], fm.options.demands[dk]
-        use[oid][dk] += _val(res, v) * opt.accelerators * opt.hours_per_run * d.runs_per_year
+        hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
+        use[oid][dk] += _val(res, v) * opt.accelerators * hours * d.runs_per_year
     for (dk, i, oid), v in fm.e.items():
         use[oid][dk] += _val(res, v)
     return use
@@ -205,7 +216,8 @@ def _placements(fm, res, dk) -> list[dict]:
                 continue
             opt = fm.options.batch[dk][i]
             out.append(_placement(fm, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
-                                  per_replica=opt.accelerators, tps=None, ttft=None, hours=opt.hours_per_run,
+                                  per_replica=opt.accelerators, tps=None, ttft=None,
+                                  hours=costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition),
                                   mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
                                   binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
                                   extra={"share_of_runs": r2(share, 4),

@@ -1,0 +1,223 @@
+"""Tiny instances solved by enumeration agree with the MILP's cost.
+
+The enumeration takes the configurations (options.build: how one replica or run performs) and the
+price rows as given, and searches every integer replica count on every (configuration, offer)
+pair, the systems each offer then needs, and where each fine-tune run goes; it shares no code with
+model.py. Costs per year:
+  owned offer   systems x fixed (costs.owned_fixed_usd_per_year) + busy power for the hours used
+  rented offer  systems x price x hours used (per demand)
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from planner import checks, costs, options
+from planner.plan import make_plan
+from planner.scenario import Scenario
+
+A100 = {"accelerators": ["a100-80gb"], "acquisition": ["buy", "on-demand"],
+        "providers": ["oem", "runpod-community", "hyperstack"]}
+
+
+def scenario(jobs, policy=A100) -> Scenario:
+    return Scenario.model_validate({"name": "tiny", "policy": policy, "jobs": jobs})
+
+
+def serve(name, users, hours=24.0, context=4096, precision="fp8"):
+    return {"name": name, "stage": "serve", "model": "llama-3.1-8b", "precision": precision,
+            "context_tokens": context, "concurrent_users": users, "min_tokens_per_s_per_user": 20,
+            "hours_per_day": hours}
+
+
+def finetune(tokens=5e7, runs=12):
+    return {"name": "tune", "stage": "finetune", "model": "llama-3.1-8b", "method": "lora",
+            "dataset_tokens": tokens, "runs_per_year": runs, "max_hours_per_run": 72}
+
+
+class World:
+    def __init__(self, s: Scenario):
+        self.s = s
+        self.cat = checks.resolve(s)
+        self.opts = options.build(s, self.cat)
+        self.site, self.rate = s.site, s.policy.discount_rate
+
+    def system(self, oid):
+        return self.cat.systems[self.opts.offers[oid].system]
+
+    def owned(self, oid):
+        return self.opts.offers[oid].acquisition in ("buy", "reserved-1y", "reserved-3y")
+
+    def fixed(self, oid):
+        return sum(costs.owned_fixed_usd_per_year(self.opts.offers[oid], self.system(oid), self.site,
+                                                  self.rate).values())
+
+    def busy_per_acc_hour(self, oid):
+        o = self.opts.offers[oid]
+        return costs.energy_usd_per_hour(self.system(oid), self.site) * (1 - costs.IDLE_POWER_FRACTION) \
+            / self.system(oid).accelerators if o.acquisition == "buy" else 0.0
+
+    def serve_pairs(self, dk):
+        return [(opt, oid) for opt in self.opts.serve[dk] for oid in sorted(self.opts.offers)
+                if self.opts.offers[oid].system == opt.system]
+
+
+def slots(opt, per):
+    a = opt.accelerators_per_replica
+    return per / (per // a) if a <= per else float(a)
+
+
+def replica_vectors(pairs, users):
+    """Every vector of replica counts in which no pair holds more replicas than the users still
+    unserved before it need (a larger count only adds cost), and that serves everyone."""
+    def rec(k, left):
+        if left <= 0:
+            yield (0,) * (len(pairs) - k)
+            return
+        if k == len(pairs):
+            return
+        upr = pairs[k][0].users_per_replica
+        for y in range(math.ceil(left / upr) + 1):
+            for rest in rec(k + 1, left - y * upr):
+                yield (y,) + rest
+    yield from rec(0, users)
+
+
+def serving_cost(w: World, chosen: dict[str, list]) -> tuple[float, dict[str, float], dict[str, float]]:
+    """Yearly cost of a serving assignment {demand: [(opt, oid, replicas)]}; also the owned
+    accelerators held at peak and the accelerator-hours serving uses, per owned offer."""
+    total, peak, hours_used = 0.0, {}, {}
+    for dk, rows in chosen.items():
+        h = w.opts.demands[dk].hours_per_day * 365
+        rented = {}
+        for opt, oid, y in rows:
+            per = w.system(oid).accelerators
+            s = slots(opt, per) * y
+            if w.owned(oid):
+                peak[oid] = peak.get(oid, 0) + s
+                hours_used[oid] = hours_used.get(oid, 0) + s * h
+                total += w.busy_per_acc_hour(oid) * s * h
+            else:
+                rented[oid] = rented.get(oid, 0) + s
+        for oid, s in rented.items():
+            total += math.ceil(s / w.system(oid).accelerators - 1e-9) * w.opts.offers[oid].price_usd_per_hour * h
+    return total, peak, hours_used
+
+
+def best_batch(w: World, dk: str, boxes: dict[str, int], hours_used: dict[str, float]) -> float | None:
+    """Cheapest way to place the runs given the owned boxes: at most two places carry runs at a
+    vertex of this tiny LP (shares sum to 1, one hours row per owned offer), so try every single
+    place and every pair with the best split."""
+    d = w.opts.demands[dk]
+    places = []  # (cost per share, owned offer or None, accelerator-hours per share)
+    for opt in w.opts.batch[dk]:
+        for oid in sorted(w.opts.offers):
+            if w.opts.offers[oid].system != opt.system:
+                continue
+            per = w.system(oid).accelerators
+            acc_h = opt.accelerators * opt.hours_per_run * d.runs_per_year
+            if w.owned(oid):
+                if opt.accelerators <= per * boxes.get(oid, 0):
+                    places.append((w.busy_per_acc_hour(oid) * acc_h, oid, acc_h))
+            else:
+                systems = max(1, math.ceil(opt.accelerators / per))
+                places.append((systems * opt.hours_per_run * w.opts.offers[oid].price_usd_per_hour
+                               * d.runs_per_year, None, 0.0))
+    room = {oid: 8760 * w.system(oid).accelerators * n - hours_used.get(oid, 0) for oid, n in boxes.items()}
+    best = None
+    for i, (ci, oi, hi) in enumerate(places):
+        for cj, oj, hj in places[i:]:
+            # x on place i, 1 - x on place j; feasible x forms an interval, cost is linear in x
+            lo, hi_x = 0.0, 1.0
+            if oi is not None and oi == oj:
+                if hi != hj:
+                    bound = (room[oi] - hj) / (hi - hj)
+                    lo, hi_x = (lo, min(hi_x, bound)) if hi > hj else (max(lo, bound), hi_x)
+                elif hi > room[oi] + 1e-9:
+                    continue
+            else:
+                if oi is not None:
+                    hi_x = min(hi_x, room[oi] / hi if hi > 0 else 1.0)
+                if oj is not None:
+                    lo = max(lo, 1 - (room[oj] / hj if hj > 0 else 1.0))
+            if lo > hi_x + 1e-12:
+                continue
+            for x in (lo, hi_x):
+                c = ci * x + cj * (1 - x)
+                best = c if best is None else min(best, c)
+    return best
+
+
+def brute_force(s: Scenario, extra_boxes: int = 1) -> float:
+    w = World(s)
+    serve_demands = sorted(w.opts.serve)
+    batch_demands = sorted(w.opts.batch)
+    owned_offers = sorted(oid for oid in w.opts.offers if w.owned(oid))
+    best = math.inf
+
+    def assignments(k):
+        if k == len(serve_demands):
+            yield {}
+            return
+        dk = serve_demands[k]
+        pairs = w.serve_pairs(dk)
+        for vec in replica_vectors(pairs, w.opts.demands[dk].users):
+            rows = [(opt, oid, y) for (opt, oid), y in zip(pairs, vec) if y]
+            for rest in assignments(k + 1):
+                yield {dk: rows, **rest}
+
+    for chosen in assignments(0):
+        serve_cost, peak, hours_used = serving_cost(w, chosen)
+        base = {oid: math.ceil(peak.get(oid, 0) / w.system(oid).accelerators - 1e-9) for oid in owned_offers}
+        # owned boxes: what serving needs at peak, plus up to extra_boxes more for the fine-tunes
+        ranges = [range(base[oid], base[oid] + (extra_boxes if batch_demands else 0) + 1) for oid in owned_offers]
+        for counts in _product(ranges):
+            boxes = dict(zip(owned_offers, counts))
+            if any(hours_used.get(oid, 0) > 8760 * w.system(oid).accelerators * n + 1e-6 for oid, n in boxes.items()):
+                continue
+            cost = serve_cost + sum(w.fixed(oid) * n for oid, n in boxes.items())
+            feasible = True
+            for dk in batch_demands:
+                b = best_batch(w, dk, boxes, hours_used)
+                if b is None:
+                    feasible = False
+                    break
+                cost += b
+            if feasible:
+                best = min(best, cost)
+    return best
+
+
+def _product(ranges):
+    if not ranges:
+        yield ()
+        return
+    for first in ranges[0]:
+        for rest in _product(ranges[1:]):
+            yield (first,) + rest
+
+
+def milp_cost(s: Scenario) -> float:
+    return make_plan(s, explain=False)["total_cost_usd_per_year"]
+
+
+NO_RUNPOD = {**A100, "providers": ["oem", "hyperstack"]}
+CASES = {
+    "rent-a-few-gpus": ([serve("chat", 300)], A100),
+    "buy-a-box-around-the-clock": ([serve("chat", 1500)], A100),
+    "a-box-plus-a-rented-gpu": ([serve("chat", 2100)], A100),
+    "two-jobs-share-owned-boxes": ([serve("chat", 1200), serve("docs", 40, context=32768, precision="bf16")], A100),
+    "finetune-in-idle-hours": ([serve("chat", 1500, hours=18), finetune()], NO_RUNPOD),
+    "rent-only-two-offers": ([serve("chat", 120)], {**A100, "acquisition": ["on-demand"]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_milp_matches_enumeration(case):
+    jobs, policy = CASES[case]
+    s = scenario(jobs, policy)
+    expected = brute_force(s)
+    assert math.isfinite(expected)
+    assert milp_cost(s) == pytest.approx(expected, rel=1e-6, abs=0.01)

@@ -1,0 +1,265 @@
+"""The fleet optimizer's formulation, checked from the outside.
+
+The independent check re-derives every placement's memory and speed with the physics functions
+(planner.perf) at the placement's own batch, counts capacity from the plan's own numbers and adds
+the costs up; it uses nothing from options.py, model.py or plan.py's arithmetic.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from planner import shortlist
+from planner.catalog import load_catalog
+from planner.perf import serving, training
+from planner.plan import make_plan
+from planner.scenario import Scenario, load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+MINE = ["bank.yaml", "support-finetune.yaml", "choose-go.yaml", "seed002-prove-pipeline.yaml",
+        "seed002-small-team.yaml", "seed002-production.yaml", "rent-vs-buy.yaml", "mixed.yaml"]
+
+
+def scenario(jobs: list[dict], **top) -> Scenario:
+    return Scenario.model_validate({"name": "t", "jobs": jobs, **top})
+
+
+def serve_job(name="chat", **kw) -> dict:
+    base = {"name": name, "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+            "context_tokens": 4096, "concurrent_users": 20, "min_tokens_per_s_per_user": 20}
+    return {**base, **kw}
+
+
+def tune_job(name="tune", **kw) -> dict:
+    base = {"name": name, "stage": "finetune", "model": "llama-3.1-8b", "method": "lora",
+            "dataset_tokens": 50_000_000, "runs_per_year": 12, "max_hours_per_run": 72}
+    return {**base, **kw}
+
+
+def plan(s: Scenario) -> dict:
+    return make_plan(s, explain=False)
+
+
+@lru_cache(maxsize=None)
+def shipped(name: str) -> tuple[Scenario, dict]:
+    s = load_scenario(ROOT / "scenarios" / name)
+    return s, plan(s)
+
+
+# --- independent check -----------------------------------------------------------------------------
+
+def _workload(job) -> serving.Workload:
+    if job.stage == "rl":
+        ctx = job.rollout_context_tokens
+        prompt = max(1, min(2048, ctx // 4))
+        kv = "fp8" if job.precision in ("fp8", "fp4") else "bf16"
+        return serving.Workload(job.precision, kv, prompt, max(1, ctx - prompt), ctx)
+    return serving.Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens,
+                            job.context_tokens)
+
+
+def _slots(per_replica: int, per_system: int) -> float:
+    """Accelerators of a system one replica occupies when replicas are packed whole per system."""
+    if per_replica <= per_system:
+        return per_system / (per_system // per_replica)
+    assert per_replica % per_system == 0, "a replica spanning systems uses whole systems"
+    return float(per_replica)
+
+
+def independent_check(s: Scenario, p: dict) -> None:
+    cat = load_catalog()
+    models = {**cat.models, **{m.id: m for m in s.models}}
+    jobs = {j.name: j for j in s.jobs}
+    fleet = {f["offer"]: f for f in p["fleet"]}
+    used: dict[str, float] = {}
+    for j in p["jobs"]:
+        job, m = jobs[j["name"]], models[jobs[j["name"]].model]
+        for pl in j["placements"]:
+            acc = cat.accelerators[pl["accelerator"]]
+            per_system = cat.systems[pl["system"]].accelerators
+            assert pl["offer"] in fleet, f"{j['name']} placed on {pl['offer']}, which the fleet lacks"
+            if pl["users_per_replica"] is not None and job.stage in ("serve", "rl"):
+                est = serving.estimate(m, acc, _workload(job), pl["tensor_parallel"], pl["pipeline_parallel"],
+                                       pl["users_per_replica"])
+                assert est.fits, (j["name"], est.reason)
+                assert est.memory_gb_per_accelerator <= est.memory_gb_capacity * 1.0001
+                target = job.min_tokens_per_s_per_user if job.stage == "serve" else job.min_tokens_per_s_per_rollout
+                assert est.tokens_per_s_per_user >= target * 0.999, (j["name"], est.tokens_per_s_per_user, target)
+                if job.stage == "serve" and job.max_ttft_s:
+                    assert est.ttft_ms / 1e3 <= job.max_ttft_s * 1.001
+                used[pl["offer"]] = used.get(pl["offer"], 0) + pl["replicas"] * _slots(
+                    pl["accelerators_per_replica"], per_system)
+            elif pl["hours_per_run"] is not None:  # a batch run: fits in memory, meets its deadline
+                if job.stage == "finetune":
+                    method, tokens, seq, rank = job.method, job.dataset_tokens * job.epochs, job.sequence_tokens, job.lora_rank
+                    deadline = job.max_hours_per_run
+                elif job.stage == "pretrain":
+                    method, tokens, seq, rank = "pretrain", job.training_tokens, job.sequence_tokens, 16
+                    deadline = job.max_days * 24
+                else:
+                    method = job.method if job.method == "full" else "lora"
+                    tokens, seq, rank, deadline = job.train_tokens_per_day, 8192, 16, job.hours_per_day
+                prec = job.precision if job.stage == "pretrain" else "bf16"
+                est = training.estimate(m, acc, method, tokens, pl["accelerators_per_replica"], seq, rank, prec)
+                assert est.fits, (j["name"], est.reason)
+                assert pl["hours_per_run"] <= deadline * 1.001
+                assert pl["accelerators_per_replica"] <= fleet[pl["offer"]]["accelerators"]
+            else:  # edge: one device per unit
+                assert pl["replicas"] <= fleet[pl["offer"]]["systems"]
+    for oid, slots in used.items():  # serving replicas never oversubscribe what the fleet holds
+        assert slots <= fleet[oid]["accelerators"] + 1e-6, (oid, slots, fleet[oid]["accelerators"])
+    total = p["total_cost_usd_per_year"]
+    assert sum(f["cost_usd_per_year"] for f in p["fleet"]) == pytest.approx(total, rel=0.005, abs=0.05)
+    assert sum(j["cost_usd_per_year"] for j in p["jobs"]) == pytest.approx(total, rel=0.005, abs=0.05)
+    for j in p["jobs"]:  # every user is served
+        job = jobs[j["name"]]
+        if job.stage == "serve":
+            assert sum(pl["replicas"] * pl["users_per_replica"] for pl in j["placements"]) >= job.concurrent_users
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_every_shipped_plan_passes_the_independent_check(name):
+    s, p = shipped(name)
+    assert p["status"] in ("optimal", "feasible")
+    independent_check(s, p)
+
+
+# --- time-sharing: fine-tuning in the hours serving leaves idle ----------------------------------------
+
+BUY_A100 = {"policy": {"acquisition": ["buy"], "accelerators": ["a100-80gb"]}}
+
+
+def test_finetune_runs_in_idle_hours_of_the_boxes_bought_for_serving():
+    day = serve_job(hours_per_day=12, concurrent_users=200, precision="bf16")
+    alone = plan(scenario([day], **BUY_A100))
+    both = plan(scenario([day, tune_job()], **BUY_A100))
+    assert sum(f["systems"] for f in both["fleet"]) == sum(f["systems"] for f in alone["fleet"])
+    serve_offers = {pl["offer"] for pl in next(j for j in both["jobs"] if j["name"] == "chat")["placements"]}
+    (run,) = next(j for j in both["jobs"] if j["name"] == "tune")["placements"]
+    assert run["offer"] in serve_offers and run["acquisition"] == "buy"
+    # the fine-tune adds only its busy power, not a box
+    extra = both["total_cost_usd_per_year"] - alone["total_cost_usd_per_year"]
+    assert 0 < extra < 0.05 * alone["total_cost_usd_per_year"]
+    independent_check(scenario([day, tune_job()], **BUY_A100), both)
+
+
+def test_hours_are_a_real_limit_when_serving_leaves_too_few_idle_hours():
+    """Serving 22 h/day leaves 2 h/day idle: a small weekly fine-tune fits in it, a large one
+    (more accelerator-hours than the idle hours hold) needs another box."""
+    day = serve_job(hours_per_day=22, concurrent_users=2000, precision="bf16")
+    alone = plan(scenario([day], **BUY_A100))
+    boxes = sum(f["systems"] for f in alone["fleet"])
+    serve_hours = sum(pl["replicas"] * pl["accelerators_per_replica"] * 22 * 365
+                      for pl in alone["jobs"][0]["placements"])
+    idle = 8760 * sum(f["accelerators"] for f in alone["fleet"]) - serve_hours
+    for tokens in (1e9, 5e9):
+        tune = tune_job(dataset_tokens=tokens, runs_per_year=52, max_hours_per_run=168)
+        both = plan(scenario([day, tune], **BUY_A100))
+        (run,) = next(j for j in both["jobs"] if j["name"] == "tune")["placements"]
+        need = run["accelerators_per_replica"] * run["hours_per_run"] * 52
+        assert sum(f["systems"] for f in both["fleet"]) == (boxes if need <= idle else boxes + 1)
+        for u in both["utilisation"]:
+            assert u["utilisation"] <= 1.0 + 1e-6
+    assert need > idle  # the large one did not fit (the loop's second case)
+
+
+# --- redundancy N+1 --------------------------------------------------------------------------------------
+
+BUY_H100 = {"acquisition": ["buy"], "accelerators": ["h100-sxm"]}
+
+
+def _worst_case_users(p: dict, cat) -> int:
+    """Users still served with the worst single system of each offer down (replicas packed whole)."""
+    places = [pl for j in p["jobs"] for pl in j["placements"]]
+    total = sum(pl["replicas"] * pl["users_per_replica"] for pl in places)
+    worst = 0
+    for f in p["fleet"]:
+        per = cat.systems[f["system"]].accelerators
+        lost = 0
+        for pl in places:
+            if pl["offer"] != f["offer"]:
+                continue
+            a = pl["accelerators_per_replica"]
+            per_box = per // a if a <= per else 1
+            lost += min(pl["replicas"], per_box) * pl["users_per_replica"]
+        worst = max(worst, lost)
+    return total - worst
+
+
+def test_n_plus_1_needs_a_second_system_for_a_job_that_fits_one():
+    job = serve_job(concurrent_users=20)
+    single = plan(scenario([job], policy=BUY_H100))
+    assert sum(f["systems"] for f in single["fleet"]) == 1
+    redundant = plan(scenario([job], policy={**BUY_H100, "redundancy": "n+1"}))
+    assert sum(f["systems"] for f in redundant["fleet"]) == 2
+    assert _worst_case_users(redundant, load_catalog()) >= 20
+    assert redundant["total_cost_usd_per_year"] > 1.8 * single["total_cost_usd_per_year"]
+
+
+def test_n_plus_1_on_a_job_spanning_several_systems_adds_one_not_double():
+    job = serve_job(model="llama-3.1-70b", concurrent_users=600, context_tokens=8192)
+    base = plan(scenario([job], policy=BUY_H100))
+    n1 = plan(scenario([job], policy={**BUY_H100, "redundancy": "n+1"}))
+    systems, systems_n1 = (sum(f["systems"] for f in p["fleet"]) for p in (base, n1))
+    assert systems >= 2 and systems < systems_n1 <= systems + 1
+    assert _worst_case_users(n1, load_catalog()) >= 600
+
+
+# --- spot --------------------------------------------------------------------------------------------------
+
+SPOT = {"acquisition": ["on-demand", "spot"], "accelerators": ["a100-80gb"], "spot_for_serving": True}
+
+
+def test_latency_critical_serving_never_uses_spot_but_batch_does_with_restart_overhead():
+    s = scenario([serve_job("critical", latency_critical=True), serve_job("relaxed"), tune_job()], policy=SPOT)
+    p = plan(s)
+    acq = {j["name"]: {pl["acquisition"] for pl in j["placements"]} for j in p["jobs"]}
+    assert acq["critical"] == {"on-demand"}
+    assert acq["relaxed"] == {"spot"}  # allowed by the policy and cheaper
+    assert acq["tune"] == {"spot"}
+    on_demand = plan(scenario([tune_job()], policy={**SPOT, "acquisition": ["on-demand"]}))
+    hours_spot = next(j for j in p["jobs"] if j["name"] == "tune")["placements"][0]["hours_per_run"]
+    hours_od = on_demand["jobs"][0]["placements"][0]["hours_per_run"]
+    assert hours_spot == pytest.approx(1.10 * hours_od, rel=0.01)
+
+
+def test_serving_stays_off_spot_unless_the_policy_allows_it():
+    p = plan(scenario([serve_job("relaxed")], policy={**SPOT, "spot_for_serving": False}))
+    assert {pl["acquisition"] for pl in p["jobs"][0]["placements"]} == {"on-demand"}
+
+
+def test_spot_run_that_would_miss_its_deadline_with_restarts_is_not_placed_on_spot():
+    s = scenario([tune_job()], policy={**SPOT, "acquisition": ["on-demand"]})
+    hours = plan(s)["jobs"][0]["placements"][0]["hours_per_run"]
+    tight = scenario([tune_job(max_hours_per_run=hours * 1.05)], policy=SPOT)
+    assert {pl["acquisition"] for pl in plan(tight)["jobs"][0]["placements"]} == {"on-demand"}
+
+
+# --- scale-out: no training runs or serving replicas across boxes without a fabric -------------------------
+
+def test_no_run_spans_workstations_or_single_gpu_instances():
+    big = tune_job(model="llama-3.1-70b", method="full", dataset_tokens=1e9, max_hours_per_run=240)
+    p = plan(scenario([big], policy={"acquisition": ["on-demand"]}))
+    cat = load_catalog()
+    for pl in p["jobs"][0]["placements"]:
+        system = cat.systems[pl["system"]]
+        if pl["accelerators_per_replica"] > system.accelerators:
+            assert system.kind in ("server", "rack", "tpu-slice") or system.accelerators >= 8
+
+
+# --- the shortlist (large scenarios) ------------------------------------------------------------------------
+
+def test_small_scenarios_see_every_pair_and_the_shortlist_costs_little(monkeypatch):
+    s, exact = shipped("choose-go.yaml")
+    assert exact["solver"]["pairs_pruned"] == 0
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    pruned = plan(s)
+    assert pruned["solver"]["pairs_pruned"] > 0
+    assert exact["total_cost_usd_per_year"] <= pruned["total_cost_usd_per_year"] * (1 + 1e-6)
+    assert pruned["total_cost_usd_per_year"] <= exact["total_cost_usd_per_year"] * 1.05
+    independent_check(s, pruned)
+
