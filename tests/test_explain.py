@@ -1,0 +1,211 @@
+"""Explanations: binding constraints with prices, why-not, next-best, the three checks, and the
+diagnosis of infeasible scenarios (exit 3, with a relaxation that works and is not too generous)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner import checks, model, options, report, shadow
+from planner.errors import InfeasibleError
+from planner.plan import make_plan, solve_scenario
+from planner.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+INFEASIBLE_BY_DESIGN = ("over-budget.yaml", "power-capped.yaml")
+EXPLANATION_FIELDS = {"family", "constraint", "binding", "shadow_price", "unit", "message"}
+ALTERNATIVE_FIELDS = {"accelerator", "status", "reason", "cost_delta_usd_per_year"}
+
+
+def _infeasible_by_design(path: Path) -> bool:
+    return path.name in INFEASIBLE_BY_DESIGN or "infeasible by design" in path.read_text()[:2000].lower()
+
+
+FEASIBLE = sorted(p.name for p in SCENARIOS.glob("*.yaml") if not _infeasible_by_design(p))
+_PLANS: dict[str, tuple] = {}
+
+
+def planned(name: str):
+    """(scenario, plan) for a shipped scenario, planned and explained once per test session."""
+    if name not in _PLANS:
+        s = load_scenario(SCENARIOS / name)
+        if s.multi_year:
+            pytest.skip("multi-year plans are built by planner.multiyear_plan, not explained here")
+        _PLANS[name] = (s, make_plan(s))
+    return _PLANS[name]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+# --- every shipped scenario ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FEASIBLE)
+def test_every_placement_names_its_binding_resource(name):
+    s, plan = planned(name)
+    for job in plan["jobs"]:
+        assert len(job["why"]) == len(job["placements"])
+        for p, why in zip(job["placements"], job["why"]):
+            assert p["binding"], f"{name}: a placement of {job['name']} has no binding resource"
+            assert "binds" in why and p["accelerator"] in why
+        assert job["checks"]["run_it"] != "-" and job["model"] in job["checks"]["run_it"]
+        assert "bound" in job["checks"]["regime"]
+
+
+@pytest.mark.parametrize("name", FEASIBLE)
+def test_why_not_covers_every_catalog_accelerator(name):
+    s, plan = planned(name)
+    catalog = set(checks.resolve(s).accelerators)
+    used = {f["accelerator"] for f in plan["fleet"]}
+    rows = plan["alternatives"]
+    assert {r["accelerator"] for r in rows} == catalog - used
+    assert len(rows) == len(catalog - used)
+    for r in rows:
+        assert ALTERNATIVE_FIELDS <= set(r)
+        assert r["status"] in ("infeasible", "costlier") and r["reason"]
+        if r["status"] == "infeasible":
+            assert r["cost_delta_usd_per_year"] is None
+        elif r["cost_delta_usd_per_year"] is None:
+            assert r["reason"].startswith("not evaluated")
+    for e in plan["explanations"]:
+        assert EXPLANATION_FIELDS <= set(e) and isinstance(e["binding"], bool) and e["message"]
+    assert any(e["family"] == "demand" for e in plan["explanations"])
+
+
+def test_bank_explanations_in_json_and_markdown():
+    s, plan = planned("bank.yaml")
+    data = json.loads(report.to_json(plan))
+    assert {"explanations", "alternatives", "next_best", "summary"} <= set(data)
+    demand = next(e for e in data["explanations"] if e["family"] == "demand")
+    assert demand["binding"] and demand["shadow_price"] > 0
+    assert demand["unit"] == "USD per year per concurrent user"
+    redundancy = next(e for e in data["explanations"] if e["family"] == "redundancy")
+    assert redundancy["binding"] and redundancy["shadow_price"] > 0  # N+1 doubles a one-server fleet
+    costlier = [a for a in data["alternatives"] if a["status"] == "costlier"]
+    assert costlier and all(a["cost_delta_usd_per_year"] >= 0 for a in costlier)
+    nb = data["next_best"]
+    assert nb["cost_delta_usd_per_year"] >= 0
+    assert plan["fleet"][0]["system"] not in {f["system"] for f in nb["fleet"]}
+    memo = report.plan_markdown(plan)
+    for heading in ("## Recommendation", "## Why this plan", "## Why not the other accelerators",
+                    "## Next-best fleet", "**Run it:**"):
+        assert heading in memo
+    text = report.plan_text(plan)
+    assert "Why not the other accelerators" in text and "check, run it:" in text
+
+
+# --- shadow prices, checked by finite differences -------------------------------------------------
+
+def _with_users(s, job_name: str, users: int):
+    jobs = [j.model_copy(update={"concurrent_users": users}) if j.name == job_name else j for j in s.jobs]
+    return s.model_copy(update={"jobs": jobs})
+
+
+def test_user_price_matches_finite_difference_with_the_fleet_fixed():
+    """Short run: owned systems fixed at the plan's values, replicas continuous. One more user costs
+    the reported price; the plan's explanation quotes the same number."""
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    cat, opts, fm, res = solve_scenario(s)
+    fleet = shadow.decisions(fm, res)
+    base = shadow.short_run(fm, fleet)
+    price = base.demand["assistant"]
+    assert base.ok and price > 0
+    step = 3
+    s2 = _with_users(s, "assistant", s.jobs[0].concurrent_users + step)
+    cat2 = checks.resolve(s2)
+    fm2 = model.build(s2, cat2, options.build(s2, cat2))
+    moved = shadow.short_run(fm2, fleet)
+    assert moved.ok
+    assert (moved.objective - base.objective) / step == pytest.approx(price, rel=0.02, abs=0.01)
+    _, plan = planned("bank.yaml")
+    quoted = next(e for e in plan["explanations"] if e["constraint"] == "jobs.assistant.concurrent_users")
+    assert quoted["shadow_price"] == pytest.approx(price, rel=1e-3)
+
+
+def test_long_run_user_price_matches_finite_difference_of_the_lp_relaxation():
+    """Long run: the LP relaxation (capital included). Without N+1, whose big-M coefficients move
+    with the user count, raising users only moves the right-hand side the dual prices."""
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    s = s.model_copy(update={"policy": s.policy.model_copy(update={"redundancy": "none"})})
+    cat, opts, fm, _ = solve_scenario(s)
+    base = shadow.long_run(fm)
+    step = 2
+    s2 = _with_users(s, "assistant", s.jobs[0].concurrent_users + step)
+    cat2 = checks.resolve(s2)
+    moved = shadow.long_run(model.build(s2, cat2, options.build(s2, cat2)))
+    price = base.demand["assistant"]
+    assert price > 0
+    assert (moved.objective - base.objective) / step == pytest.approx(price, rel=0.02)
+
+
+def test_one_more_system_costs_its_fixed_cost_less_what_it_saves():
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    cat, opts, fm, res = solve_scenario(s)
+    fleet = shadow.decisions(fm, res)
+    base = shadow.short_run(fm, fleet)
+    more = shadow.one_more_system(fm, fleet, base)
+    assert more, "the bank plan owns systems"
+    for oid, delta in more.items():
+        fixed = shadow.fixed_cost_per_system(fm, oid)
+        assert 0 < delta <= fixed + 1e-6  # it cannot save more than it costs at today's demand
+    # the bounds were restored: the fixed-fleet LP gives the same answer again
+    assert shadow.short_run(fm, fleet).objective == pytest.approx(base.objective, rel=1e-9)
+
+
+# --- infeasible scenarios: exit 3, a diagnosis, a relaxation within 1% ------------------------------
+
+def _relaxed(s, constraint: str, value: float):
+    section, field = constraint.split(".", 1)
+    part = getattr(s, section)
+    return s.model_copy(update={section: part.model_copy(update={field: value})})
+
+
+@pytest.mark.parametrize("name,constraint", [("over-budget.yaml", "budget.usd_per_year"),
+                                             ("power-capped.yaml", "site.power_cap_kw")])
+def test_infeasible_scenario_exits_3_with_a_relaxation_that_works(name, constraint):
+    out = run_cli(str(SCENARIOS / name), "--format", "json")
+    assert out.returncode == 3, out.stderr
+    data = json.loads(out.stdout)
+    assert data["status"] == "infeasible" and data["diagnosis"]
+    relax = next(r for r in data["relax"] if r["constraint"] == constraint)
+    assert relax["shortfall"] > 0 and relax["suggested"] > relax["current"]
+    assert "infeasible: " in out.stderr and relax["message"] in out.stderr
+    s = load_scenario(SCENARIOS / name)
+    fixed = make_plan(_relaxed(s, constraint, relax["suggested"]), explain=False)
+    assert fixed["status"] in ("optimal", "feasible")
+    # not too generous: 99% of the shortfall is still not enough, so it is within 1% of the truth
+    with pytest.raises(InfeasibleError):
+        make_plan(_relaxed(s, constraint, relax["current"] + 0.99 * relax["shortfall"]), explain=False)
+
+
+def test_budget_shortfall_is_the_cheapest_plan_less_the_budget():
+    s = load_scenario(SCENARIOS / "over-budget.yaml")
+    free = make_plan(s.model_copy(update={"budget": s.budget.model_copy(update={"usd_per_year": None})}),
+                     explain=False)
+    out = run_cli(str(SCENARIOS / "over-budget.yaml"), "--format", "json")
+    relax = json.loads(out.stdout)["relax"][0]
+    truth = free["total_cost_usd_per_year"] - s.budget.usd_per_year
+    assert relax["shortfall"] == pytest.approx(truth, rel=0.01)
+    assert f"budget short by ${relax['shortfall']:,.0f}/yr" in relax["message"]
+
+
+def test_no_accelerator_fast_enough_names_the_fastest(tmp_path):
+    path = tmp_path / "fast-405b.yaml"
+    path.write_text("name: fast-405b\npolicy:\n  acquisition: [buy]\njobs:\n  - name: chat\n    stage: serve\n"
+                    "    model: llama-3.1-405b\n    precision: bf16\n    concurrent_users: 10\n"
+                    "    min_tokens_per_s_per_user: 2000\n")
+    out = run_cli(str(path), "--format", "json")
+    assert out.returncode == 3, out.stderr
+    data = json.loads(out.stdout)
+    head = data["diagnosis"].splitlines()[0]
+    assert "no accelerator reaches 2,000 tok/s per user on llama-3.1-405b at bf16: the fastest is" in head
+    relax = data["relax"][0]
+    assert relax["constraint"] == "jobs.chat.min_tokens_per_s_per_user"
+    assert 0 < relax["suggested"] < 2000 and f"{relax['suggested']:,.1f} tok/s per user" in head
