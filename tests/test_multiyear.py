@@ -1,0 +1,154 @@
+"""Multi-year plans: yearly budgets hold, timing follows prices, max-coverage serves priority first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import SCENARIOS
+
+TIMING = """
+name: timing
+horizon_years: 3
+site: {ownership: on-prem}
+policy: {acquisition: [buy, on-demand], providers: [thinkmate, hyperstack], accelerators: [h100-sxm]}
+prices:
+  - {offer: h100-sxm-x8-buy-thinkmate, purchase_usd: 300000, useful_life_years: 5}
+  - {offer: h100-sxm-x8-on-demand-hyperstack, price_usd_per_hour: 20}
+trends:
+  - {accelerator: '*', price_decline_per_year: DECLINE}
+jobs:
+  - {name: assistant, stage: serve, model: llama-3.1-8b, concurrent_users: 100, min_tokens_per_s_per_user: 20}
+"""
+
+COVERAGE = """
+name: coverage
+horizon_years: 2
+policy: {acquisition: [on-demand], accelerators: [h100-sxm, l40s]}
+budget: {mode: max-coverage, usd_per_year: 100000}
+jobs:
+  - {name: vip, stage: serve, model: llama-3.1-8b, concurrent_users: 400, min_tokens_per_s_per_user: 20,
+     priority: 5, growth_per_year: 0.5}
+  - {name: bulk, stage: serve, model: llama-3.1-8b, concurrent_users: 400, min_tokens_per_s_per_user: 20,
+     priority: 1, growth_per_year: 0.5}
+"""
+
+
+def _plan_json(plan_cli, path):
+    res = plan_cli(path, "--format", "json")
+    assert res.code == 0, res.err
+    return json.loads(res.out)
+
+
+@pytest.fixture(scope="module")
+def annual(tmp_path_factory):
+    from planner.pipeline import plan_file
+
+    return plan_file(SCENARIOS / "annual-budget.yaml")
+
+
+def test_annual_budget_plans_each_year_within_its_budget(annual):
+    s = yaml.safe_load((SCENARIOS / "annual-budget.yaml").read_text())
+    cap = s["budget"]["usd_per_year"]
+    assert annual["status"] == "optimal"
+    assert [y["year"] for y in annual["years"]] == [1, 2, 3]
+    for y in annual["years"]:
+        assert y["budget_usd"] == cap
+        assert y["cost_usd"] == pytest.approx(y["capex_usd"] + y["opex_usd"], abs=0.02)
+        assert y["cost_usd"] <= cap + 0.01, y
+        assert y["fleet"], f"year {y['year']} has no fleet"
+        assert y["unserved"] == {}
+    # demand grows 50% a year: 200, 300, 450 users
+    assert [y["demand"]["assistant"] for y in annual["years"]] == [200, 300, 450]
+    assert annual["cash_total_usd"] == pytest.approx(sum(y["cost_usd"] for y in annual["years"]), abs=0.05)
+    assert annual["npv_usd"] < annual["cash_total_usd"]  # discounted, resale credited
+    # bought systems persist: a system bought in year 1 is still held in year 3
+    bought = {p["offer"] for p in annual["years"][0]["purchases"] if p["acquisition"] == "buy"}
+    held_3 = {f["offer"] for f in annual["years"][2]["fleet"]}
+    assert bought <= held_3
+
+
+def test_annual_budget_text_shows_the_year_table(plan_cli):
+    res = plan_cli(SCENARIOS / "annual-budget.yaml")
+    assert res.code == 0, res.err
+    assert "Year by year (cash view" in res.out and "Purchases and reservations" in res.out
+    assert "NPV $" in res.out
+
+
+def test_steep_price_decline_buys_later(tmp_path, plan_cli):
+    """One 8-GPU system serves the job: buy it for $300k (5-year life) or rent it for $20/h.
+    With flat prices buying in year 1 wins; when prices fall 60% a year, renting first wins."""
+    plans = {}
+    for decline in (0.0, 0.6):
+        path = tmp_path / f"timing-{decline}.yaml"
+        path.write_text(TIMING.replace("DECLINE", str(decline)))
+        plans[decline] = _plan_json(plan_cli, path)
+
+    def first_purchase_year(plan):
+        years = [y["year"] for y in plan["years"] for p in y["purchases"] if p["acquisition"] == "buy"]
+        return min(years) if years else plan["horizon_years"] + 1
+
+    flat, steep = plans[0.0], plans[0.6]
+    assert flat["years"][0]["capex_usd"] == pytest.approx(300000)
+    assert steep["years"][0]["capex_usd"] == 0
+    assert first_purchase_year(steep) > first_purchase_year(flat) == 1
+    assert steep["years"][0]["fleet"][0]["acquisition"] == "on-demand"
+    # by hand: rent 8760 h x $20, then x 0.4 and x 0.16, discounted at 8% a year
+    rent = 8760 * 20 * (1 + 0.4 / 1.08 + 0.16 / 1.08 ** 2)
+    assert steep["npv_usd"] == pytest.approx(rent, rel=1e-6)
+    # flat: $300k now, running costs each year, 40% of the price back after 3 of 5 years
+    opex = flat["years"][0]["opex_usd"]
+    npv = 300000 + opex * (1 + 1 / 1.08 + 1 / 1.08 ** 2) - 0.4 * 300000 / 1.08 ** 3
+    assert flat["npv_usd"] == pytest.approx(npv, rel=1e-6)
+
+
+def test_max_coverage_serves_the_higher_priority_job_first(tmp_path, plan_cli):
+    path = tmp_path / "coverage.yaml"
+    path.write_text(COVERAGE)
+    plan = _plan_json(plan_cli, path)
+    assert plan["mode"] == "max-coverage"
+    for y in plan["years"]:
+        assert y["cost_usd"] <= 100000 + 0.01
+        assert "vip" not in y["unserved"], y["unserved"]
+        bulk = y["unserved"]["bulk"]
+        need = y["demand"]["bulk"]
+        assert 0 < bulk["users"] <= need
+        assert bulk["share"] == pytest.approx(bulk["users"] / need, abs=1e-3)
+        assert bulk["tokens_per_s"] == pytest.approx(bulk["users"] * 20, rel=1e-6)
+    # demand grows 50% in year 2 on the same budget: more is left unserved
+    assert plan["years"][1]["unserved"]["bulk"]["users"] > plan["years"][0]["unserved"]["bulk"]["users"]
+    jobs = {j["name"]: j for j in plan["jobs"]}
+    assert jobs["vip"]["unserved"] == {} and jobs["bulk"]["unserved"]["bulk"]["users"] > 0
+    res = plan_cli(path)
+    assert "bulk:" in res.out and "users (" in res.out
+
+
+def test_min_cost_below_need_is_infeasible_with_the_year_to_relax(tmp_path, plan_cli):
+    path = tmp_path / "short.yaml"
+    path.write_text(COVERAGE.replace("mode: max-coverage, ", ""))
+    res = plan_cli(path)
+    assert res.code == 3
+    assert "year 1" in res.err and "budget.usd_per_year" in res.err
+
+
+def test_per_year_settings_are_checked_against_the_horizon(tmp_path, plan_cli):
+    text = COVERAGE.replace("growth_per_year: 0.5}", "demand_multipliers: [1.0]}", 1)
+    text = text.replace("usd_per_year: 100000}", "usd_per_year: 100000, years: [{year: 4, usd: 5}]}")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    res = plan_cli(path)
+    assert res.code == 2
+    assert "jobs.0.demand_multipliers" in res.err and "1 value(s) for 2 years" in res.err
+    assert "budget.years.0.year" in res.err and "beyond horizon_years" in res.err
+
+
+def test_a_year_budget_entry_overrides_the_yearly_cap(tmp_path, plan_cli):
+    text = COVERAGE.replace("usd_per_year: 100000}", "usd_per_year: 100000, years: [{year: 2, usd: 150000}]}")
+    path = tmp_path / "raise.yaml"
+    path.write_text(text)
+    plan = _plan_json(plan_cli, path)
+    assert [y["budget_usd"] for y in plan["years"]] == [100000, 150000]
+    assert plan["years"][1]["cost_usd"] > 100000  # the raised cap is used
+    assert plan["years"][1]["cost_usd"] <= 150000 + 0.01

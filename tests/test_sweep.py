@@ -1,0 +1,95 @@
+"""plan sweep and plan compare: variants solved one by one equal each variant solved alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import SCENARIOS
+
+FINETUNE = SCENARIOS / "support-finetune.yaml"
+
+
+def test_sweep_equals_each_variant_solved_alone(tmp_path, plan_cli):
+    from planner.plan import make_plan
+    from planner.scenario import load_scenario
+
+    runs, hours = [6, 12, 24], [12, 24, 48, 96]
+    res = plan_cli("sweep", FINETUNE, "--set", "jobs.0.runs_per_year=" + ",".join(map(str, runs)),
+                   "--set", "jobs.0.max_hours_per_run=" + ",".join(map(str, hours)), "--format", "json")
+    assert res.code == 0, res.err
+    entries = json.loads(res.out)
+    assert len(entries) == 12
+    assert "Swept 12 variants in" in res.err
+    base = yaml.safe_load(FINETUNE.read_text())
+    for entry, (r, h) in zip(entries, [(r, h) for r in runs for h in hours]):
+        assert entry["settings"] == {"jobs.0.runs_per_year": r, "jobs.0.max_hours_per_run": h}
+        alone = dict(base, jobs=[dict(base["jobs"][0], runs_per_year=r, max_hours_per_run=h)])
+        path = tmp_path / f"v{entry['variant']}.yaml"
+        path.write_text(yaml.safe_dump(alone))
+        plan = make_plan(load_scenario(path), explain=False)
+        assert entry["summary"]["status"] == plan["status"]
+        assert entry["summary"]["total_cost_usd_per_year"] == pytest.approx(plan["total_cost_usd_per_year"], rel=1e-6)
+        assert [f["offer"] for f in entry["summary"]["fleet"]] == [f["offer"] for f in plan["fleet"]]
+    costs = {e["settings"]["jobs.0.runs_per_year"]: e["summary"]["total_cost_usd_per_year"] for e in entries
+             if e["settings"]["jobs.0.max_hours_per_run"] == 24}
+    assert costs[6] < costs[12] < costs[24]
+
+
+def test_sweep_table_has_the_comparison_and_a_closing_note(plan_cli):
+    res = plan_cli("sweep", FINETUNE, "--set", "jobs.0.runs_per_year=6,12")
+    assert res.code == 0, res.err
+    assert "jobs.0.runs_per_year" in res.out and "$/year" in res.out and "fleet" in res.out
+    assert "Swept 2 variants in" in res.out
+
+
+def test_sweep_over_a_multi_year_setting_reports_npv(tmp_path, plan_cli):
+    text = FINETUNE.read_text().replace("horizon_years: 1", "horizon_years: 2")
+    path = tmp_path / "two-years.yaml"
+    path.write_text(text)
+    res = plan_cli("sweep", path, "--set", "jobs.0.growth_per_year=0,1", "--format", "json")
+    assert res.code == 0, res.err
+    flat, growing = json.loads(res.out)
+    assert flat["summary"]["npv_usd"] is None  # no per-year setting: a single-period plan
+    assert growing["summary"]["npv_usd"] > 0 and growing["summary"]["cash_total_usd"] > 0
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("jobs.0.runs_per_yeer=1,2", ["jobs.0.runs_per_yeer", "did you mean 'runs_per_year'"]),
+    ("budgte.usd_per_year=1", ["budgte", "did you mean 'budget'"]),
+    ("jobs.4.runs_per_year=1", ["jobs.4.runs_per_year", "use an index from 0 to 0"]),
+    ("jobs.0.runs_per_year=lots", ["runs_per_year=lots", "jobs.0.runs_per_year"]),
+    ("jobs.0.runs_per_year", ["is not PATH=VALUE"]),
+])
+def test_bad_set_is_exit_2_naming_the_path(plan_cli, setting, words):
+    res = plan_cli("sweep", FINETUNE, "--set", setting)
+    assert res.code == 2
+    assert "Traceback" not in res.err
+    for w in words:
+        assert w in res.err, res.err
+
+
+def test_sweep_where_no_variant_has_a_plan_is_exit_3(tmp_path, plan_cli):
+    res = plan_cli("sweep", FINETUNE, "--set", "budget.usd_per_year=1,2")
+    assert res.code == 3
+    assert res.out.count("infeasible") == 2
+
+
+def test_compare_puts_two_plans_side_by_side(tmp_path, plan_cli):
+    other = tmp_path / "more-runs.yaml"
+    other.write_text(FINETUNE.read_text().replace("runs_per_year: 12", "runs_per_year: 24"))
+    saved = tmp_path / "a.json"
+    assert plan_cli(FINETUNE, "--format", "json", "--output", saved).code == 0
+    res = plan_cli("compare", saved, other, "--format", "json")
+    assert res.code == 0, res.err
+    result = json.loads(res.out)
+    a, b = result["a"]["summary"], result["b"]["summary"]
+    assert result["difference"]["total_cost_usd_per_year"] == pytest.approx(
+        b["total_cost_usd_per_year"] - a["total_cost_usd_per_year"], abs=1e-3)
+    assert b["total_cost_usd_per_year"] > a["total_cost_usd_per_year"]
+    table = plan_cli("compare", FINETUNE, other)
+    assert table.code == 0
+    assert "A: support-finetune.yaml" in table.out and "B: more-runs.yaml" in table.out
+    assert plan_cli("compare", FINETUNE, tmp_path / "missing.yaml").code == 2
