@@ -35,8 +35,34 @@ HOURS = costs.HOURS_PER_YEAR
 COVERAGE_WEIGHT = 1e9  # $ per unit of weighted unserved share: coverage first, then cost
 
 
+class Registry:
+    """Shared by the fleet MILP and the multi-year MILP (dataclasses holding `prob`, `rows`,
+    `options` and `catalog`): named constraints kept in a (family, entity) registry, never
+    parsed back from names; variables with generated names."""
+
+    def add(self, family: str, entity: str, constraint) -> None:
+        key = (family, entity)
+        if key in self.rows:
+            raise ValueError(f"duplicate constraint {key}")
+        name = f"c{len(self.rows)}"
+        self.prob.addConstraint(constraint, name)
+        self.rows[key] = self.prob.get_constraint_by_name(name)
+
+    def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None) -> pulp.LpVariable:
+        self._n_vars = getattr(self, "_n_vars", 0) + 1
+        v = self.prob.add_variable(f"v{self._n_vars}", lowBound=low, upBound=up, cat=cat)
+        store[key] = v
+        return v
+
+    def offer(self, oid: str) -> Offer:
+        return self.options.offers[oid]
+
+    def system_of(self, oid: str):
+        return self.catalog.systems[self.options.offers[oid].system]
+
+
 @dataclass
-class FleetModel:
+class FleetModel(Registry):
     scenario: Scenario
     catalog: Catalog
     options: Options
@@ -60,32 +86,9 @@ class FleetModel:
     cost_terms: dict = field(default_factory=dict)
     """component -> list of (coefficient, variable) making up the yearly cost."""
 
-    def add(self, family: str, entity: str, constraint) -> None:
-        key = (family, entity)
-        if key in self.rows:
-            raise ValueError(f"duplicate constraint {key}")
-        name = f"c{len(self.rows)}"
-        self.prob.addConstraint(constraint, name)
-        self.rows[key] = self.prob.get_constraint_by_name(name)
-
-    def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None) -> pulp.LpVariable:
-        v = self.prob.add_variable(f"v{self._count()}", lowBound=low, upBound=up, cat=cat)
-        store[key] = v
-        return v
-
-    def _count(self) -> int:
-        self._n_vars = getattr(self, "_n_vars", 0) + 1
-        return self._n_vars
-
     def cost(self, component: str, coef: float, var) -> None:
         if coef:
             self.cost_terms.setdefault(component, []).append((coef, var))
-
-    def offer(self, oid: str) -> Offer:
-        return self.options.offers[oid]
-
-    def system_of(self, oid: str):
-        return self.catalog.systems[self.options.offers[oid].system]
 
     def total_cost(self) -> pulp.LpAffineExpression:
         return pulp.lpSum(c * v for terms in self.cost_terms.values() for c, v in terms)

@@ -45,7 +45,7 @@ import pulp
 
 from planner import costs
 from planner.catalog import Catalog, Offer
-from planner.model import COVERAGE_WEIGHT, ELASTIC_PENALTY
+from planner.model import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.multiyear_data import Trend, demand_factor, life_years, trend_for, year_caps
 from planner.options import Options, hours_per_year, site_exclusion
 from planner.scenario import Scenario
@@ -56,7 +56,7 @@ OPEX = ("support", "hosting", "power", "rental", "reserved")
 
 
 @dataclass
-class YearModel:
+class YearModel(Registry):
     scenario: Scenario
     catalog: Catalog
     options: Options
@@ -85,26 +85,6 @@ class YearModel:
     """[(discounted usd, var, offer)]: reserved commitments running past the horizon."""
     held_terms: dict = field(default_factory=dict)
     """(offer, year) -> [var]: purchases or contracts still held that year."""
-
-    def add(self, family: str, entity: str, constraint) -> None:
-        key = (family, entity)
-        if key in self.rows:
-            raise ValueError(f"duplicate constraint {key}")
-        name = f"c{len(self.rows)}"
-        self.prob.addConstraint(constraint, name)
-        self.rows[key] = self.prob.get_constraint_by_name(name)
-
-    def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None):
-        self._n = getattr(self, "_n", 0) + 1
-        v = self.prob.add_variable(f"v{self._n}", lowBound=low, upBound=up, cat=cat)
-        store[key] = v
-        return v
-
-    def offer(self, oid: str) -> Offer:
-        return self.options.offers[oid]
-
-    def system_of(self, oid: str):
-        return self.catalog.systems[self.options.offers[oid].system]
 
     def trend(self, oid: str) -> Trend:
         return trend_for(self.scenario, self.system_of(oid).accelerator)

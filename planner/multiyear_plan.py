@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from planner import checks, options
+from planner import options
 from planner.errors import Diagnosis, InfeasibleError, SolverError
 from planner.multiyear import OPEX, YearModel, active, build
 from planner.multiyear_data import check_multiyear, year_caps
-from planner.plan import _placement, _unit_cost, no_option_diagnosis, r2, unplaceable
+from planner.plan import _placement, _unit_cost, prepare, r2, require_solution
 from planner.scenario import Scenario
 from planner.solve import SolveResult, solve
 
@@ -29,19 +29,12 @@ FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
 
 def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
     check_multiyear(s)
-    cat = checks.resolve(s, catalog_paths)
-    opts = options.build(s, cat)
-    missing = unplaceable(opts)
-    if missing and s.budget.mode != "max-coverage":
-        raise InfeasibleError(no_option_diagnosis(missing, opts))
+    cat, opts = prepare(s, catalog_paths)
     ym = build(s, cat, opts)
     res = solve(ym, time_limit_s=time_limit_s)
     if res.status == "infeasible":
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
-    if not res.ok:
-        raise SolverError(f"no plan within the solver's limits (status: {res.status}).\n"
-                          f"    To fix: raise solver.time_limit_s (now {s.solver.time_limit_s:g} s) "
-                          "or solver.gap in the scenario")
+    require_solution(res, s)
     return read_multiyear(s, ym, res)
 
 

@@ -50,23 +50,34 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
     return Diagnosis("\n".join(lines), relax)
 
 
-def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None):
-    """Returns (scenario, catalog, options, fleet model, result) for a solved plan; raises
-    InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4)."""
+def prepare(s: Scenario, catalog_paths: tuple[str, ...] = ()):
+    """The scenario's catalog and options; exit 3 at once if some job has no option at all."""
     cat = checks.resolve(s, catalog_paths)
     opts = options.build(s, cat)
     missing = unplaceable(opts)
     if missing and s.budget.mode != "max-coverage":
         raise InfeasibleError(no_option_diagnosis(missing, opts, s, cat))
+    return cat, opts
+
+
+def require_solution(res: SolveResult, s: Scenario) -> None:
+    """Exit 4 unless the solver returned a plan (infeasibility is diagnosed by the caller)."""
+    if not res.ok:
+        raise SolverError(f"no plan within the solver's limits (status: {res.status}).\n"
+                          f"    To fix: raise solver.time_limit_s (now {s.solver.time_limit_s:g} s) "
+                          "or solver.gap in the scenario")
+
+
+def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None):
+    """Returns (scenario, catalog, options, fleet model, result) for a solved plan; raises
+    InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4)."""
+    cat, opts = prepare(s, catalog_paths)
     fm = model.build(s, cat, opts)
     res = solve(fm, time_limit_s=time_limit_s)
     if res.status == "infeasible":
         from planner.explain import diagnose
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
-    if not res.ok:
-        raise SolverError(f"no plan within the solver's limits (status: {res.status}).\n"
-                          f"    To fix: raise solver.time_limit_s (now {s.solver.time_limit_s:g} s) "
-                          "or solver.gap in the scenario")
+    require_solution(res, s)
     return cat, opts, fm, res
 
 

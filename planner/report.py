@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 
+from planner.units import unit_cost_text, usd
+
 
 def fmt(value, digits: int = 2) -> str:
     if value is None:
@@ -62,10 +64,6 @@ def to_json(data) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
 
 
-def usd(x) -> str:
-    return "-" if x is None else f"${x:,.0f}"
-
-
 FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
 FLEET_HEADERS = {"cost_usd_per_year": "$/year", "accelerators": "GPUs"}
 PLACEMENT_COLUMNS = ["replicas", "accelerator", "acquisition", "accelerators_per_replica", "tensor_parallel",
@@ -75,21 +73,6 @@ PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "
                      "users_per_replica": "users/rep", "tokens_per_s_per_user": "tok/s/user",
                      "hours_per_run": "h/run", "memory_gb_per_accelerator": "mem GB",
                      "memory_gb_capacity": "of GB"}
-
-
-def unit_cost_text(uc: dict) -> str:
-    parts = []
-    if uc.get("usd_per_million_tokens") is not None:
-        parts.append(f"${uc['usd_per_million_tokens']:.3f} per million output tokens")
-    if uc.get("usd_per_user_per_year") is not None:
-        parts.append(f"{usd(uc['usd_per_user_per_year'])} per concurrent user-year")
-    if uc.get("usd_per_run") is not None:
-        parts.append(f"{usd(uc['usd_per_run'])} per run")
-    if uc.get("usd_per_day") is not None:
-        parts.append(f"{usd(uc['usd_per_day'])} per day")
-    if uc.get("usd_per_device_per_year") is not None:
-        parts.append(f"{usd(uc['usd_per_device_per_year'])} per device-year")
-    return "; ".join(parts) or "-"
 
 
 ALTERNATIVE_COLUMNS = ["accelerator", "status", "cost_delta_usd_per_year", "reason"]
@@ -135,7 +118,7 @@ def plan_text(plan: dict) -> str:
     lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
-                     + unit_cost_text(job["unit_cost"]))
+                     + (unit_cost_text(job["unit_cost"]) or "-"))
         lines.append(table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS))
         for dk, u in job.get("unserved", {}).items():
             lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))

@@ -13,6 +13,7 @@ import math
 
 from planner import options
 from planner.perf import serving, training
+from planner.units import unit_cost_text
 
 ENGINES = {"cuda": "vLLM or TensorRT-LLM", "rocm": "vLLM (ROCm) or SGLang", "xla": "vLLM-TPU or JetStream",
            "neuron": "NxD Inference (vLLM on Neuron)", "gaudi": "vLLM-gaudi", "metal": "MLX or llama.cpp"}
@@ -88,19 +89,7 @@ def _run_it(p: dict, job, stack: str) -> str:
 
 
 def _unit_cost(job: dict) -> str:
-    uc = job["unit_cost"]
-    parts = []
-    if uc.get("usd_per_million_tokens") is not None:
-        parts.append(f"${uc['usd_per_million_tokens']:,.3f} per million output tokens")
-    if uc.get("usd_per_user_per_year") is not None:
-        parts.append(f"${uc['usd_per_user_per_year']:,.0f} per concurrent user-year")
-    if uc.get("usd_per_run") is not None:
-        parts.append(f"${uc['usd_per_run']:,.2f} per run")
-    if uc.get("usd_per_day") is not None:
-        parts.append(f"${uc['usd_per_day']:,.0f} per day")
-    if uc.get("usd_per_device_per_year") is not None:
-        parts.append(f"${uc['usd_per_device_per_year']:,.0f} per device-year")
-    return ("; ".join(parts) or "no unit cost (nothing served)") + \
+    return (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + \
         " at the planned batch, capital, power and hosting included"
 
 

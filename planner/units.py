@@ -1,0 +1,23 @@
+"""Units and how money figures are written for people (shared by explanations and reports)."""
+
+from __future__ import annotations
+
+
+def usd(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"${x:,.{digits}f}"
+
+
+def unit_cost_text(uc: dict) -> str:
+    """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict."""
+    parts = []
+    if uc.get("usd_per_million_tokens") is not None:
+        parts.append(f"{usd(uc['usd_per_million_tokens'], 3)} per million output tokens")
+    if uc.get("usd_per_user_per_year") is not None:
+        parts.append(f"{usd(uc['usd_per_user_per_year'])} per concurrent user-year")
+    if uc.get("usd_per_run") is not None:
+        parts.append(f"{usd(uc['usd_per_run'], 2)} per run")
+    if uc.get("usd_per_day") is not None:
+        parts.append(f"{usd(uc['usd_per_day'])} per day")
+    if uc.get("usd_per_device_per_year") is not None:
+        parts.append(f"{usd(uc['usd_per_device_per_year'])} per device-year")
+    return "; ".join(parts)
