@@ -19,7 +19,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planner.errors import InputError, Problem
@@ -81,10 +80,10 @@ class Offer(Row):
     acquisition: Acquisition
     provider: str
     region: str = "global"
-    price_usd_per_hour: Optional[float] = Field(default=None, gt=0, description="per system-hour")
-    purchase_usd: Optional[float] = Field(default=None, gt=0, description="per system")
-    useful_life_years: Optional[float] = Field(default=None, gt=0)
-    max_systems: Optional[int] = Field(default=None, ge=0)
+    price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
+    purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
+    useful_life_years: Optional[float] = Field(default=None, gt=0, le=50)
+    max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000)
 
 
 class Model(Row):
@@ -179,24 +178,28 @@ def bundled_dir() -> Path:
 
 
 def _read_rows(path: Path) -> list[dict]:
+    """Rows of one catalog file, read with the scenario's guards (size, binary data, UTF-8, and for
+    YAML duplicate keys, depth and alias expansion)."""
+    from planner.yamlio import load_yaml, read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"cannot read catalog file: {exc}", str(path),
-                                 "check the path and that the file is UTF-8 text"))
+        text = read_text(path)
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read catalog file: {exc}", str(path), "check the path"))
     if path.suffix == ".csv":
         reader = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
         rows = []
-        for row in reader:
-            if None in row:
-                raise InputError(Problem(f"row {reader.line_num} has more cells than the header",
-                                         str(path), "quote cells that contain commas"))
-            rows.append({k.strip(): v.strip() for k, v in row.items() if v is not None and v.strip() != ""})
+        try:
+            for row in reader:
+                if None in row:
+                    raise InputError(Problem(f"row {reader.line_num} has more cells than the header",
+                                             str(path), "quote cells that contain commas"))
+                rows.append({k.strip(): v.strip() for k, v in row.items() if v is not None and v.strip() != ""})
+        except csv.Error as exc:
+            raise InputError(Problem(f"malformed CSV at row {reader.line_num}: {exc}", str(path),
+                                     "check the quoting on that row"))
         return rows
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(Problem(f"malformed YAML: {exc}", str(path), "fix the YAML syntax"))
+    data, _ = load_yaml(text, str(path))
     if not isinstance(data, list):
         raise InputError(Problem("expected a list of rows", str(path), "write one '- id: ...' entry per row"))
     return data

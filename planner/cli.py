@@ -41,10 +41,9 @@ CatalogOpt = typer.Option(None, "--catalog", help="a catalog folder or file over
                                                  "(repeatable; later ones win)")
 
 
-def emit(text: str, output: Optional[Path], force: bool) -> None:
-    """Write to stdout, or atomically to a new file (never over an existing one without --force)."""
+def check_output(output: Optional[Path], force: bool) -> None:
+    """Refuse an --output that would overwrite a file (without --force) or lands nowhere."""
     if output is None:
-        sys.stdout.write(text)
         return
     if output.exists() and not force:
         raise InputError(Problem(f"{output} already exists", "--output", "pass --force to replace it, "
@@ -52,6 +51,15 @@ def emit(text: str, output: Optional[Path], force: bool) -> None:
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(Problem(f"folder {folder} does not exist", "--output", "create it first"))
+
+
+def emit(text: str, output: Optional[Path], force: bool) -> None:
+    """Write to stdout, or atomically to a new file (never over an existing one without --force)."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    check_output(output, force)
+    folder = output.parent if str(output.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -73,11 +81,15 @@ def run_cmd(
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds (default: "
                                                                                   "the scenario's solver.time_limit_s)"),
+    timings: bool = typer.Option(True, "--timings/--no-timings",
+                                 help="include the solver's wall-clock seconds; --no-timings makes the "
+                                      "output byte-identical from run to run"),
 ):
     """Plan the cheapest fleet for SCENARIO and explain it."""
     from planner import report
     from planner.pipeline import plan_file
 
+    check_output(output, force)  # before minutes of solving, not after
     try:
         plan = plan_file(scenario, tuple(str(c) for c in catalog or ()), time_limit)
     except InfeasibleError as exc:
@@ -91,9 +103,28 @@ def run_cmd(
         typer.echo(f"warning: the plan is feasible but not proven optimal"
                    + (f" (gap up to {gap:.2%})" if gap is not None else "")
                    + "; raise solver.time_limit_s for a proof", err=True)
+    if not timings:  # wall time is the one thing that differs from run to run
+        plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
     text = {Format.json: report.to_json, Format.markdown: report.plan_markdown,
             Format.table: report.plan_text}[fmt](plan)
     emit(text, output, force)
+
+
+@app.command("verify")
+def verify_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
+               plan_json: Path = typer.Argument(..., metavar="PLAN.json", help="plan written by --format json"),
+               catalog: Optional[List[Path]] = CatalogOpt):
+    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 1 if it is not)."""
+    from planner.checks import resolve
+    from planner.errors import VerificationError
+    from planner.scenario import load_scenario
+    from planner.verify import read_plan_file, verify
+
+    s = load_scenario(scenario)
+    result = verify(read_plan_file(plan_json), s, resolve(s, tuple(str(c) for c in catalog or ())))
+    if not result.ok:
+        raise VerificationError(result.summary())
+    typer.echo(f"{plan_json}: {result.summary()}")
 
 
 @app.command("validate")
@@ -215,6 +246,71 @@ def estimate_cmd(
         typer.echo(report.to_json(result), nl=False)
     else:
         typer.echo(report.table([{"field": k, "value": v} for k, v in result.items() if not isinstance(v, dict)]))
+
+
+
+@app.command("sweep")
+def sweep_cmd(
+    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    sets: List[str] = typer.Option(..., "--set", help="PATH=V1,V2,... a dotted path into the scenario "
+                                                      "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per variant"),
+):
+    """Solve SCENARIO under every combination of --set values and compare the plans."""
+    import time
+
+    from planner import report, sweep
+    from planner.errors import Diagnosis
+
+    paths = tuple(str(c) for c in catalog or ())
+    items = sweep.variants(scenario, sets)
+    sweep.validate(items, paths)
+    start = time.perf_counter()
+    if sys.stderr.isatty():
+        with typer.progressbar(length=len(items), label="solving", file=sys.stderr) as bar:
+            entries = sweep.run(items, paths, time_limit, progress=lambda e, sec: bar.update(1))
+    else:
+        def note(e, seconds):
+            if len(items) > 3:
+                typer.echo(f"[{e['variant']}/{len(items)}] {sweep.label(e['settings'])}: "
+                           f"{e['summary']['status']} ({seconds:.1f} s)", err=True)
+        entries = sweep.run(items, paths, time_limit, progress=note)
+    closing = sweep.closing_note(entries, time.perf_counter() - start)
+    if fmt == Format.json:
+        emit(report.to_json(entries), output, force)
+        typer.echo(closing, err=True)
+    else:
+        rows, cols = sweep.rows(entries), sweep.columns(entries)
+        body = report.markdown_table(rows, cols) if fmt == Format.markdown else report.table(rows, cols)
+        emit(body + "\n\n" + closing + "\n", output, force)
+    if not any(e["summary"]["status"] in ("optimal", "feasible") for e in entries):
+        raise InfeasibleError(Diagnosis("no variant of the sweep has a plan; see the status column"))
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Path = typer.Argument(..., help="scenario YAML (solved now) or plan JSON (from plan --format json)"),
+    b: Path = typer.Argument(..., help="the other scenario or plan"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per plan"),
+):
+    """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens."""
+    from planner import report, sweep
+
+    paths = tuple(str(c) for c in catalog or ())
+    result = sweep.compare(sweep.load_plan_or_solve(a, paths, time_limit), sweep.load_plan_or_solve(b, paths, time_limit))
+    if fmt == Format.json:
+        typer.echo(report.to_json(result), nl=False)
+        return
+    names = ("A: " + a.name, "B: " + b.name)
+    rows = sweep.compare_rows(result, names)
+    cols = ["", *names, "B - A"]
+    typer.echo(report.markdown_table(rows, cols) if fmt == Format.markdown else report.table(rows, cols))
 
 
 COMMANDS = {"run", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}

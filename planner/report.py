@@ -131,7 +131,8 @@ def plan_text(plan: dict) -> str:
         lines += [section["title"], section["text"], ""]
     s = plan["solver"]
     gap = "" if s.get("gap") in (None, 0) else f", gap {s['gap']:.2%}"
-    lines.append(f"Solved by {s['name']} in {s['seconds']:.2f} s ({s['variables']} variables, "
+    took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
+    lines.append(f"Solved by {s['name']}{took} ({s['variables']} variables, "
                  f"{s['constraints']} constraints{gap}).")
     return "\n".join(lines).rstrip() + "\n"
 

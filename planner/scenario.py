@@ -19,7 +19,7 @@ from planner.yamlio import Lines, load_yaml, read_text
 
 ServePrecision = Literal["bf16", "fp8", "int8", "int4", "fp4"]
 KVPrecision = Literal["bf16", "fp8", "int8"]
-Positive = Annotated[float, Field(gt=0)]
+Positive = Annotated[float, Field(gt=0, le=1e6)]
 
 
 class Strict(BaseModel):
@@ -36,9 +36,9 @@ class Site(Strict):
                                   "licences and form factors do not belong there); 'office' also buys workstations")
     cooling: Literal["air", "liquid"] = Field(
         "liquid", description="'air' excludes liquid-cooled systems; 'liquid' allows both")
-    power_cap_kw: Optional[float] = Field(None, gt=0, description="IT power available to owned systems, kW")
+    power_cap_kw: Optional[float] = Field(None, gt=0, le=1e7, description="IT power available to owned systems, kW")
     hosting_usd_per_kw_year: float = Field(
-        1800, ge=0, description="space, networking and staff per kW of owned IT load per year "
+        1800, ge=0, le=1e6, description="space, networking and staff per kW of owned IT load per year "
                                 "(colocation list prices run about $150/kW-month)")
     support_fraction_per_year: float = Field(
         0.08, ge=0, le=1, description="vendor support and spares per year, as a share of purchase price")
@@ -58,20 +58,20 @@ class Policy(Strict):
         "none", description="n+1: every serving job still meets demand with any one system down")
     spot_for_serving: bool = Field(False, description="allow interruptible spot capacity for serving")
     discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases")
-    max_systems_per_offer: int = Field(512, ge=1, description="upper bound per offer when none is listed")
+    max_systems_per_offer: int = Field(512, ge=1, le=1_000_000, description="upper bound per offer when none is listed")
 
 
 class YearBudget(Strict):
     year: int = Field(ge=1)
-    usd: Optional[float] = Field(None, ge=0)
-    capex_usd: Optional[float] = Field(None, ge=0)
-    opex_usd: Optional[float] = Field(None, ge=0)
+    usd: Optional[float] = Field(None, ge=0, le=1e13)
+    capex_usd: Optional[float] = Field(None, ge=0, le=1e13)
+    opex_usd: Optional[float] = Field(None, ge=0, le=1e13)
 
 
 class Budget(Strict):
-    usd_per_year: Optional[float] = Field(None, ge=0, description="cap on annualised cost per year")
-    capex_usd_per_year: Optional[float] = Field(None, ge=0, description="cap on purchases paid per year")
-    opex_usd_per_year: Optional[float] = Field(None, ge=0, description="cap on rentals, power, hosting")
+    usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on annualised cost per year")
+    capex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on purchases paid per year")
+    opex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on rentals, power, hosting")
     years: list[YearBudget] = Field(default_factory=list, description="per-year caps (multi-year plans)")
     mode: Literal["min-cost", "max-coverage"] = Field(
         "min-cost", description="max-coverage: serve as much weighted demand as the budget allows")
@@ -79,10 +79,10 @@ class Budget(Strict):
 
 class PriceOverride(Strict):
     offer: str
-    price_usd_per_hour: Optional[float] = Field(None, gt=0)
-    purchase_usd: Optional[float] = Field(None, gt=0)
-    useful_life_years: Optional[float] = Field(None, gt=0)
-    max_systems: Optional[int] = Field(None, ge=0)
+    price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6)
+    purchase_usd: Optional[float] = Field(None, gt=0, le=1e10)
+    useful_life_years: Optional[float] = Field(None, gt=0, le=50)
+    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000)
 
 
 class HardwareTrend(Strict):
@@ -101,7 +101,7 @@ class Solver(Strict):
 class JobBase(Strict):
     name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$")
     model: str
-    priority: float = Field(1.0, gt=0, description="weight in max-coverage mode")
+    priority: float = Field(1.0, gt=0, le=1e6, description="weight in max-coverage mode")
     growth_per_year: float = Field(0.0, ge=-0.9, le=10, description="demand growth per year, fraction")
     demand_multipliers: Optional[list[Positive]] = Field(None, description="per-year demand factors")
 
@@ -117,7 +117,7 @@ class ServeJob(JobBase):
     output_tokens: int = Field(512, ge=1, le=1_000_000)
     concurrent_users: int = Field(ge=1, le=100_000_000)
     min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000)
-    max_ttft_s: Optional[float] = Field(None, gt=0)
+    max_ttft_s: Optional[float] = Field(None, gt=0, le=3600)
     hours_per_day: float = Field(24.0, gt=0, le=24)
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
 
@@ -136,7 +136,7 @@ class ServeJob(JobBase):
 class FinetuneJob(JobBase):
     stage: Literal["finetune"]
     method: Literal["full", "lora", "qlora"] = "lora"
-    dataset_tokens: float = Field(gt=0, le=1e15)
+    dataset_tokens: float = Field(ge=1, le=1e15)
     epochs: float = Field(1.0, gt=0, le=1000)
     runs_per_year: float = Field(1.0, gt=0, le=10_000)
     max_hours_per_run: float = Field(72.0, gt=0, le=24 * 365)
@@ -146,7 +146,7 @@ class FinetuneJob(JobBase):
 
 class PretrainJob(JobBase):
     stage: Literal["pretrain"]
-    training_tokens: float = Field(gt=0, le=1e16)
+    training_tokens: float = Field(ge=1, le=1e16)
     max_days: float = Field(90.0, gt=0, le=3650)
     runs_per_year: float = Field(1.0, gt=0, le=100)
     precision: Literal["bf16", "fp8"] = "bf16"
@@ -158,9 +158,9 @@ class RLJob(JobBase):
     method: Literal["full", "lora"] = "full"
     rollout_tokens_per_s: float = Field(gt=0, le=1e9, description="generated tokens per second, all rollouts")
     rollout_context_tokens: int = Field(16384, ge=1, le=10_000_000)
-    min_tokens_per_s_per_rollout: float = Field(20.0, gt=0)
+    min_tokens_per_s_per_rollout: float = Field(20.0, ge=0.1, le=100_000)
     precision: ServePrecision = "bf16"
-    train_tokens_per_day: float = Field(gt=0, le=1e14, description="tokens the trainers consume per day")
+    train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24)
 
 
@@ -169,9 +169,9 @@ class EdgeJob(JobBase):
     devices: int = Field(1, ge=1, le=10_000_000, description="units to deploy, one model per unit")
     device: Literal["robot", "desk", "phone", "any"] = "any"
     precision: ServePrecision = "fp4"
-    context_tokens: int = Field(4096, ge=1)
-    min_tokens_per_s: float = Field(10.0, gt=0)
-    max_power_w: Optional[float] = Field(None, gt=0)
+    context_tokens: int = Field(4096, ge=1, le=10_000_000)
+    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000)
+    max_power_w: Optional[float] = Field(None, gt=0, le=1e6)
 
 
 Job = Annotated[Union[ServeJob, FinetuneJob, PretrainJob, RLJob, EdgeJob], Field(discriminator="stage")]
@@ -265,6 +265,11 @@ def _problem(err: dict, lines: Lines, where: str) -> Problem:
         hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
     elif kind == "finite_number":
         hint = "use an ordinary number (NaN and infinity are not allowed)"
+    elif kind == "int_parsing_size":
+        msg = f"{err.get('input')!r} is out of range"
+        hint = "use a realistic count (see `plan schema` for each field's limits)"
+    elif kind in ("int_parsing", "float_parsing", "int_type", "float_type", "int_from_float"):
+        hint = "write a plain number, like 200 or 1.5e6" + (" (a whole number here)" if "int" in kind else "")
     elif kind in ("model_type", "dict_type"):
         hint = "write a mapping of key: value lines here"
     elif kind == "list_type":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import yaml
 
 from planner.errors import InputError, Problem
@@ -17,6 +19,17 @@ MAX_NODES = 200_000
 MAX_DEPTH = 64
 
 Lines = dict[tuple, int]
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1's safe loader, but `1e8` and `2.5E+6` are numbers as people (and YAML 1.2) mean them,
+    not strings: YAML 1.1 wants a dot in a float's mantissa."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 def read_text(path: Path) -> str:
@@ -72,7 +85,7 @@ def _build(node: yaml.Node, path: tuple, lines: Lines, budget: list[int], where:
 def load_yaml(text: str, where: str) -> tuple[object, Lines]:
     """Parse one YAML document; return the data and a map from field path to line number."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
         finally:

@@ -1,0 +1,165 @@
+"""The command-line contract users script against: byte-identical JSON, JSON-only stdout, exit codes,
+--output written atomically and never over a file without --force, and solver faults (CBC missing,
+killed, out of time) as a warned plan or exit 4."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SCENARIOS
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300)
+
+
+@pytest.mark.parametrize("scenario, seeds", [("bank.yaml", ("0", "1", "4242")), ("choose-go.yaml", ("0", "77"))])
+def test_json_is_byte_identical_across_runs_and_hash_seeds(scenario, seeds):
+    if not (SCENARIOS / scenario).exists():
+        pytest.skip(f"{scenario} is not in this checkout")
+    outs = [cli(SCENARIOS / scenario, "--format", "json", "--no-timings", env={"PYTHONHASHSEED": seed})
+            for seed in seeds]
+    for r in outs:
+        assert r.returncode == 0, r.stderr
+        assert "seconds" not in json.loads(r.stdout)["solver"]  # stdout is JSON and only JSON
+    assert all(r.stdout == outs[0].stdout for r in outs)
+    # with timings (the default, for scripts that read solver.seconds) only that number differs
+    timed = [json.loads(cli(SCENARIOS / scenario, "--format", "json").stdout) for _ in range(2)]
+    for plan in timed:
+        assert isinstance(plan["solver"].pop("seconds"), float)
+    assert timed[0] == timed[1] == json.loads(outs[0].stdout)
+
+
+def test_stdout_is_json_only_on_success_and_infeasibility(tmp_path, plan_cli):
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
+    assert r.code == 0 and json.loads(r.out)["status"] in ("optimal", "feasible")
+    path = tmp_path / "broke.yaml"
+    path.write_text((SCENARIOS / "bank.yaml").read_text() + "budget:\n  usd_per_year: 1000\n")
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 3
+    body = json.loads(r.out)
+    assert body["status"] == "infeasible" and "budget.usd_per_year" in body["diagnosis"]
+    assert r.err.startswith("infeasible: ")
+
+
+def test_exit_2_prints_nothing_on_stdout(tmp_path, plan_cli):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: t\njobs: [1]\n")
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 2 and r.out == "" and r.err.startswith("error: ")
+
+
+# --- --output ---------------------------------------------------------------------------------------
+
+def test_output_written_and_never_overwritten_without_force(tmp_path, plan_cli):
+    out = tmp_path / "plan.json"
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--no-timings", "--output", out)
+    assert r.code == 0 and r.out == "" and f"wrote {out}" in r.err
+    first = out.read_text()
+    assert json.loads(first)["scenario"] == "bank-assistant"
+
+    out.write_text("my notes\n")
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--output", out)
+    assert r.code == 2
+    assert r.err.splitlines()[0] == f"error: --output: {out} already exists"
+    assert "pass --force" in r.err
+    assert out.read_text() == "my notes\n"  # untouched
+
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--no-timings", "--output", out, "--force")
+    assert r.code == 0 and out.read_text() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no temporary file left behind
+
+
+def test_output_into_a_missing_folder(tmp_path, plan_cli):
+    r = plan_cli(SCENARIOS / "bank.yaml", "--output", tmp_path / "nope" / "plan.txt")
+    assert r.code == 2 and "does not exist" in r.err.splitlines()[0]
+    assert not (tmp_path / "nope").exists()
+
+
+def test_no_file_when_the_plan_fails(tmp_path, plan_cli):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\n")
+    out = tmp_path / "plan.txt"
+    r = plan_cli(bad, "--output", out)
+    assert r.code == 2 and not out.exists()
+
+
+# --- solver faults ------------------------------------------------------------------------------------
+
+def real_cbc() -> str:
+    import cbcbox
+
+    return cbcbox.cbc_bin_path()
+
+
+def fake_cbc(tmp_path: Path, body: str) -> Path:
+    """An executable standing in for cbc: a Python script with the given body (argv in `args`)."""
+    path = tmp_path / "cbc"
+    path.write_text(f"#!{sys.executable}\nimport os, subprocess, sys\nargs = sys.argv[1:]\n"
+                    + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+STOP_ON_TIME = """
+    code = subprocess.call([{real!r}] + args, stdout=subprocess.DEVNULL)
+    sol = args[args.index("-solution") + 1]
+    lines = open(sol).read().splitlines(True)
+    head = lines[0].split(" - ", 1)
+    if {keep}:
+        lines[0] = "Stopped on time - " + head[1]
+    else:  # what CBC writes when time runs out before any integer solution
+        lines[0] = "Stopped on time (no integer solution - continuous used) - " + head[1]
+    open(sol, "w").writelines(lines)
+    sys.exit(code)
+"""
+
+
+def test_time_limit_always_set():
+    from planner.solve import make_solver
+
+    solver, _ = make_solver(0.2, 0.001)
+    assert solver.timeLimit == 1
+    solver, _ = make_solver(60, 0.001)
+    assert solver.timeLimit == 60
+
+
+def test_cbc_missing(monkeypatch, tmp_path, plan_cli):
+    monkeypatch.setenv("PLANNER_CBC", str(tmp_path / "no-cbc-here"))
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
+    assert r.code == 4 and r.out == ""
+    assert r.err.splitlines()[0] == f"error: PLANNER_CBC is set to {tmp_path / 'no-cbc-here'}, which is not an executable file."
+
+
+def test_cbc_killed(monkeypatch, tmp_path, plan_cli):
+    monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, "import signal\nos.kill(os.getpid(), signal.SIGKILL)\n")))
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
+    assert r.code == 4 and r.out == ""
+    assert r.err.startswith("error: the solver (cbc (cbcbox)) stopped without a result: it crashed, was killed")
+
+
+def test_out_of_time_with_a_plan_warns_with_its_gap(monkeypatch, tmp_path, plan_cli):
+    """CBC stopped by its time limit with an incumbent: the plan is printed, verified, marked
+    'feasible', and stderr warns that optimality is not proven."""
+    monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=True))))
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    assert plan["status"] == "feasible" and plan["solver"]["gap"] is not None
+    assert "warning: the plan is feasible but not proven optimal (gap up to" in r.err
+
+
+def test_out_of_time_without_a_plan_is_exit_4(monkeypatch, tmp_path, plan_cli):
+    monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=False))))
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
+    assert r.code == 4 and r.out == ""
+    assert r.err.splitlines()[0] == "error: no plan within the solver's limits (status: not-solved)."
+    assert "raise solver.time_limit_s" in r.err
