@@ -100,7 +100,7 @@ def run_cmd(
         raise
     if plan["status"] != "optimal":
         gap = plan["solver"].get("gap")
-        typer.echo(f"warning: the plan is feasible but not proven optimal"
+        typer.echo("warning: the plan is feasible but not proven optimal"
                    + (f" (gap up to {gap:.2%})" if gap is not None else "")
                    + "; raise solver.time_limit_s for a proof", err=True)
     if not timings:  # wall time is the one thing that differs from run to run

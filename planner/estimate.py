@@ -50,7 +50,7 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
                                 "give one of them"))
     for flag, value in (("--tp", req.tp), ("--pp", req.pp)):
         if value is not None and value > req.count:
-            problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, f"raise --count"))
+            problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
     return problems
 
 

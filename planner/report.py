@@ -130,7 +130,8 @@ def plan_text(plan: dict) -> str:
     for section in plan.get("report_sections", []):
         lines += [section["title"], section["text"], ""]
     s = plan["solver"]
-    gap = "" if s.get("gap") in (None, 0) else f", gap {s['gap']:.2%}"
+    gap = "" if s.get("gap") in (None, 0) else (
+        f", within {s['gap']:.2%} of optimal" if plan["status"] == "optimal" else f", gap up to {s['gap']:.2%}")
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
     lines.append(f"Solved by {s['name']}{took} ({s['variables']} variables, "
                  f"{s['constraints']} constraints{gap}).")

@@ -96,7 +96,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
         return SolveResult(status, seconds, None, None, name)
     objective = pulp.value(fm.prob.objective) or 0.0
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
-    gap_value = 0.0 if status == "optimal" else _gap(fm, objective)
+    # CBC calls a search "optimal" once it is within the relative gap asked for: report that bound
+    gap_value = (cfg.gap if gap is None else gap) if status == "optimal" else _gap(fm, objective)
     return SolveResult(status, seconds, gap_value, objective, name, values)
 
 
