@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import SCENARIOS
+from conftest import SCENARIOS
 
 FINETUNE = SCENARIOS / "support-finetune.yaml"
 
