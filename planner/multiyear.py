@@ -47,7 +47,7 @@ from planner import costs
 from planner.catalog import Catalog, Offer
 from planner.model import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.multiyear_data import Trend, demand_factor, life_years, trend_for, year_caps
-from planner.options import Options, hours_per_year, site_exclusion
+from planner.options import Options, batch_offer_exclusion, hours_per_year, systems_per_run
 from planner.scenario import Scenario
 
 HOURS = costs.HOURS_PER_YEAR
@@ -182,17 +182,6 @@ def define_owned_variables(ym: YearModel) -> None:
                     ym.beyond.append((ym.discount(h) * usd, v, oid))
 
 
-def _serve_offers(ym: YearModel, d, system_id: str) -> list[str]:
-    out = []
-    for oid in sorted(o for o, offer in ym.options.offers.items() if offer.system == system_id):
-        o = ym.offer(oid)
-        if o.acquisition == "spot" and (d.latency_critical or not ym.scenario.policy.spot_for_serving):
-            continue
-        if not site_exclusion(o, ym.catalog.systems[system_id], ym.scenario):
-            out.append(oid)
-    return out
-
-
 def per_system_replicas(opt, system) -> int:
     """Replicas of a serving option one system holds (1 for a replica spanning systems)."""
     per = system.accelerators
@@ -211,7 +200,7 @@ def define_serving_variables(ym: YearModel) -> None:
         d = ym.options.demands[dk]
         hours = hours_per_year(d)
         for i, opt in enumerate(opts):
-            for oid in _serve_offers(ym, d, opt.system):
+            for oid in ym.options.offers_for(dk, opt.system):
                 o, system = ym.offer(oid), ym.system_of(oid)
                 for t in ym.acquirable(oid):
                     if costs.is_owned(o):
@@ -232,13 +221,11 @@ def define_batch_variables(ym: YearModel) -> None:
     site = ym.scenario.site
     for dk, opts in sorted(ym.options.batch.items()):
         for i, opt in enumerate(opts):
-            for oid in sorted(o for o, offer in ym.options.offers.items() if offer.system == opt.system):
+            for oid in ym.options.offers_for(dk, opt.system):
                 o, system = ym.offer(oid), ym.system_of(oid)
-                if site_exclusion(o, system, ym.scenario):
+                if batch_offer_exclusion(ym.options.demands[dk], opt, o, system):
                     continue
-                per_run = max(1, math.ceil(opt.accelerators / system.accelerators))
-                if not costs.is_owned(o) and o.max_systems is not None and per_run > o.max_systems:
-                    continue
+                per_run = systems_per_run(opt.accelerators, system.accelerators)
                 for t in ym.acquirable(oid):
                     runs = ym.demand_at(dk, t)
                     if costs.is_owned(o):
@@ -250,20 +237,26 @@ def define_batch_variables(ym: YearModel) -> None:
                         ym.pay(t, "power", busy * opt.accelerators * opt.hours_per_run * runs, v, oid)
                     else:
                         v = ym.var(ym.x, (dk, i, oid, t), "Continuous", 0, 1)
-                        usd = per_run * opt.hours_per_run * o.price_usd_per_hour * ym.factor(oid, t) * runs
+                        usd = (per_run * costs.run_hours(opt.hours_per_run, o.acquisition) * o.price_usd_per_hour
+                               * ym.factor(oid, t) * runs)
                         ym.pay(t, "rental", usd, v, oid)
 
 
 def define_edge_variables(ym: YearModel) -> None:
-    """e[d,i,o,t] edge units bought in year t; they persist for their life like bought systems."""
+    """e[d,i,o,t] edge units bought in year t (the offers d may use: bought ones); they persist for
+    their life like bought systems, count as capex in year t, and units held of offer o in year t
+    across demands stay within its cap (max_systems, else policy.max_systems_per_offer)."""
     for dk, opts in sorted(ym.options.edge.items()):
         for i, opt in enumerate(opts):
-            for oid in sorted(o for o, offer in ym.options.offers.items() if offer.system == opt.system):
-                if ym.offer(oid).acquisition != "buy":
-                    continue
+            for oid in ym.options.offers_for(dk, opt.system):
                 for t in ym.acquirable(oid):
-                    v = ym.var(ym.e, (dk, i, oid, t), "Integer", 0, None)
+                    v = ym.var(ym.e, (dk, i, oid, t), "Integer", 0, _cap(ym, ym.offer(oid)))
                     _purchase(ym, oid, t, v, {}, fleet=False)
+    for oid in sorted({oid for (_, _, oid, _) in ym.e}):
+        for t in ym.years:
+            held = [v for (_, _, o, tau), v in sorted(ym.e.items()) if o == oid and active(ym, oid, tau, t)]
+            if len(held) > 1:
+                ym.add("availability", f"{oid}|edge|{t}", pulp.lpSum(held) <= _cap(ym, ym.offer(oid)))
 
 
 def active(ym: YearModel, oid: str, bought: int, year: int) -> bool:

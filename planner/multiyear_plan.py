@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from planner import options
+from planner import costs, options
 from planner.errors import Diagnosis, InfeasibleError, SolverError
 from planner.multiyear import OPEX, YearModel, active, build
 from planner.multiyear_data import check_multiyear, year_caps
@@ -233,7 +233,8 @@ def _placements(ym: YearModel, res, dk: str, t: int) -> list[dict]:
             if k == dk and tt == t and share > 1e-6:
                 opt = ym.options.batch[dk][i]
                 out.append(_placement(ym, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
-                                      per_replica=opt.accelerators, tps=None, ttft=None, hours=opt.hours_per_run,
+                                      per_replica=opt.accelerators, tps=None, ttft=None,
+                                      hours=costs.run_hours(opt.hours_per_run, ym.offer(oid).acquisition),
                                       mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
                                       binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
                                       extra={"share_of_runs": r2(share, 4),
