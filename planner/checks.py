@@ -29,7 +29,8 @@ def check_accelerators(s: Scenario, cat: Catalog) -> list[Problem]:
 
 
 def check_providers(s: Scenario, cat: Catalog) -> list[Problem]:
-    known = {o.provider for o in cat.offers.values()}
+    """Providers named by the policy must sell something: a catalog offer or one under 'offers:'."""
+    known = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
     named = [("policy.providers", p) for p in s.policy.providers or []]
     named += [("policy.exclude_providers", p) for p in s.policy.exclude_providers]
     return [Problem(f"unknown provider '{p}'", where, suggest(p, known)) for where, p in named if p not in known]

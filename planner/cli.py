@@ -103,6 +103,12 @@ def run_cmd(
         typer.echo("warning: the plan is feasible but not proven optimal"
                    + (f" (gap up to {gap:.2%})" if gap is not None else "")
                    + "; raise solver.time_limit_s for a proof", err=True)
+    pruned = plan["solver"].get("pairs_pruned") or 0
+    if pruned:
+        typer.echo(f"warning: a large scenario: {pruned:,} of the candidate (configuration, offer) pairs "
+                   "were left out by the shortlist heuristic, so the plan is optimal over the shortlist, "
+                   "not proven over every candidate; split the scenario or narrow the policy for a proof",
+                   err=True)
     if not timings:  # wall time is the one thing that differs from run to run
         plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
     text = {Format.json: report.to_json, Format.markdown: report.plan_markdown,

@@ -28,7 +28,9 @@ import pulp
 
 from planner import costs, shortlist
 from planner.catalog import Catalog, Offer
-from planner.options import Demand, Options, hours_per_year, site_exclusion
+from planner.eligibility import batch_offer_exclusion, systems_per_run
+from planner.option_types import Demand, Options
+from planner.options import hours_per_year
 from planner.scenario import Scenario
 
 HOURS = costs.HOURS_PER_YEAR
@@ -98,53 +100,25 @@ def _owned(o: Offer) -> bool:
     return costs.is_owned(o)
 
 
-def _offers_of_system(fm: FleetModel, system_id: str) -> list[str]:
-    return sorted(oid for oid, o in fm.options.offers.items() if o.system == system_id)
-
-
 def _cap(fm: FleetModel, o: Offer) -> int:
     return o.max_systems if o.max_systems is not None else fm.scenario.policy.max_systems_per_offer
 
 
 # --- variables ---------------------------------------------------------------------------------
 
-def _serve_offers(fm: FleetModel, d: Demand, system_id: str) -> list[str]:
-    """Offers serving demand d may use on a system: no spot unless the policy allows it for
-    serving and d is not latency-critical; no bought workstation in a data center."""
-    out = []
-    for oid in _offers_of_system(fm, system_id):
-        o = fm.offer(oid)
-        if o.acquisition == "spot" and (d.latency_critical or not fm.scenario.policy.spot_for_serving):
-            continue
-        if site_exclusion(o, fm.catalog.systems[system_id], fm.scenario):
-            continue
-        out.append(oid)
-    return out
-
-
 def _batch_offers(fm: FleetModel, d: Demand, opt) -> list[str]:
-    """Offers a batch option may use: rentals whose cap holds one run, spot only if the run with
-    its restart overhead still meets the deadline, no bought workstation in a data center."""
-    out = []
+    """Offers a batch option may use: those its demand may use (options.offers_for) that can host
+    the run (options.batch_offer_exclusion: a rental's cap holds one run, spot meets the deadline)."""
     system = fm.catalog.systems[opt.system]
-    for oid in _offers_of_system(fm, opt.system):
-        o = fm.offer(oid)
-        if site_exclusion(o, system, fm.scenario):
-            continue
-        if not _owned(o):
-            if o.max_systems is not None and _systems_per_run(opt.accelerators, system.accelerators) > o.max_systems:
-                continue
-            if costs.run_hours(opt.hours_per_run, o.acquisition) > d.max_hours_per_run:
-                continue
-        out.append(oid)
-    return out
+    return [oid for oid in fm.options.offers_for(d.key, opt.system)
+            if not batch_offer_exclusion(d, opt, fm.offer(oid), system)]
 
 
 def define_pairs(fm: FleetModel) -> None:
     """Candidate (option, offer) pairs per demand, reduced by shortlist.select (exact for small
     scenarios; a documented heuristic above shortlist.PRUNE_ABOVE pairs)."""
     serve = {dk: [(i, oid) for i, opt in enumerate(opts)
-                  for oid in _serve_offers(fm, fm.options.demands[dk], opt.system)]
+                  for oid in fm.options.offers_for(dk, opt.system)]
              for dk, opts in sorted(fm.options.serve.items())}
     batch = {dk: [(i, oid) for i, opt in enumerate(opts)
                   for oid in _batch_offers(fm, fm.options.demands[dk], opt)]
@@ -186,10 +160,6 @@ def define_serving_variables(fm: FleetModel) -> None:
                 fm.cost("rental", o.price_usd_per_hour * hours, rv)
 
 
-def _systems_per_run(accelerators: int, per_system: int) -> int:
-    return max(1, math.ceil(accelerators / per_system))
-
-
 def define_batch_variables(fm: FleetModel) -> None:
     """x[d,i,o] share of runs; on owned offers a binary b places the run there (it must fit at once);
     on rentals each run pays systems x run hours x price (spot: hours x SPOT_RESTART_OVERHEAD).
@@ -210,19 +180,21 @@ def define_batch_variables(fm: FleetModel) -> None:
                 busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
                 fm.cost("power", busy * opt.accelerators * opt.hours_per_run * d.runs_per_year, v)
             else:
-                per_run = _systems_per_run(opt.accelerators, system.accelerators)
+                per_run = systems_per_run(opt.accelerators, system.accelerators)
                 hours = costs.run_hours(opt.hours_per_run, o.acquisition)
                 fm.cost("rental", per_run * hours * o.price_usd_per_hour * d.runs_per_year, v)
 
 
 def define_edge_variables(fm: FleetModel) -> None:
-    """e[d,i,o] binary: all of d's units are bought from offer o; cost units x yearly ownership."""
+    """e[d,i,o] binary: all of d's units are bought from offer o (the offers d may use: bought
+    ones, options.demand_offer_exclusion); cost units x yearly ownership. An offer whose cap
+    cannot hold d's units gets no variable (define_availability_constraints caps the sum)."""
     for dk, opts in sorted(fm.options.edge.items()):
         d = fm.options.demands[dk]
         for i, opt in enumerate(opts):
-            for oid in _offers_of_system(fm, opt.system):
+            for oid in fm.options.offers_for(dk, opt.system):
                 o = fm.offer(oid)
-                if o.acquisition != "buy":
+                if d.units > _cap(fm, o):
                     continue
                 v = fm.var(fm.e, (dk, i, oid), "Binary")
                 rate = fm.scenario.policy.discount_rate
@@ -276,7 +248,9 @@ def define_capacity_constraints(fm: FleetModel) -> None:
     (24 h/day): accelerators_i b + sum_{24h d,i} slots_i y[d,i,o] <= accelerators_o n[o], x <= b.
     Part-day serving jobs are assumed idle at the same hours (nights, weekends), so a run uses
     their slots then; a run longer than that idle window is checkpointed and resumed in the next.
-    Rented offer o for demand d: sum_i slots_i y[d,i,o] <= accelerators_o r[d,o]."""
+    Rented offer o for demand d: sum_i slots_i y[d,i,o] <= accelerators_o r[d,o], and no rented
+    system without a replica: r[d,o] <= sum_i ceil(slots_i / accelerators_o) y[d,i,o]
+    (trim_rentals then lowers r to exactly ceil(sum_i slots_i y / accelerators_o))."""
     serve_on: dict[str, list] = {}
     for (dk, i, oid), v in fm.y.items():
         serve_on.setdefault(oid, []).append((fm.options.serve[dk][i], fm.options.demands[dk], v))
@@ -309,14 +283,39 @@ def define_capacity_constraints(fm: FleetModel) -> None:
             rented.setdefault((dk, oid), []).append((fm.options.serve[dk][i].accelerator_slots, v))
     for (dk, oid), rv in sorted(fm.r.items()):
         per = fm.system_of(oid).accelerators
-        fm.add("rental", f"{dk}|{oid}", pulp.lpSum(c * v for c, v in rented.get((dk, oid), [])) <= per * rv)
+        used = rented.get((dk, oid), [])
+        fm.add("rental", f"{dk}|{oid}", pulp.lpSum(c * v for c, v in used) <= per * rv)
+        fm.add("rental-use", f"{dk}|{oid}", rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in used))
+
+
+def trim_rentals(fm: FleetModel, values: dict[str, float]) -> tuple[dict[str, float], float]:
+    """A solution with every hourly rental r[d,o] lowered to ceil(sum_i slots_i y[d,i,o] / acc_o),
+    and the yearly cost that saves. Within the solver's gap the MILP may keep rented systems that
+    hold no replica; lowering r keeps every row satisfied (the rental row still holds, the
+    availability caps and budgets only loosen), so the trimmed solution is feasible and no costlier."""
+    out, saved = dict(values), 0.0
+    price = {v.name: c for c, v in fm.cost_terms.get("rental", [])}
+    for (dk, oid), rv in sorted(fm.r.items()):
+        per = fm.system_of(oid).accelerators
+        slots = sum(fm.options.serve[dk][i].accelerator_slots * round(values.get(v.name, 0.0))
+                    for i, o, v in _y_of(fm, dk) if o == oid)
+        need = math.ceil(slots / per - 1e-6)
+        held = round(values.get(rv.name, 0.0))
+        if held > need:
+            out[rv.name] = float(need)
+            saved += price.get(rv.name, 0.0) * (held - need)
+    return out, saved
 
 
 def define_availability_constraints(fm: FleetModel) -> None:
-    """Rented systems of offer o across demands <= its availability cap (owned caps are bounds)."""
+    """Systems of offer o across demands <= its availability cap: rented r[d,o], and edge units
+    bought, sum_{d,i} units_d e[d,i,o] (owned n[o] has its cap as a bound; a single variable's
+    cap is its bound too)."""
     by_offer: dict[str, list] = {}
     for (dk, oid), rv in fm.r.items():
         by_offer.setdefault(oid, []).append(rv)
+    for (dk, i, oid), ev in fm.e.items():
+        by_offer.setdefault(oid, []).append(fm.options.demands[dk].units * ev)
     for oid, vs in sorted(by_offer.items()):
         o = fm.offer(oid)
         if o.max_systems is not None and len(vs) > 1:
@@ -354,13 +353,16 @@ def define_redundancy_constraints(fm: FleetModel) -> None:
 
 
 def define_budget_constraints(fm: FleetModel) -> None:
-    """Yearly cost <= budget.usd_per_year; purchases paid <= capex cap; running costs <= opex cap."""
+    """Yearly cost <= budget.usd_per_year; purchases paid (bought systems n[o] and edge units
+    units_d e[d,i,o], at purchase_usd) <= capex cap; running costs <= opex cap."""
     budget = fm.scenario.budget
     if budget.usd_per_year is not None:
         fm.add("budget", "usd_per_year", fm.total_cost() - _elastic(fm, "budget") <= budget.usd_per_year)
     if budget.capex_usd_per_year is not None:
         capex = pulp.lpSum(fm.offer(oid).purchase_usd * v for oid, v in fm.n.items()
                            if fm.offer(oid).acquisition == "buy")
+        capex += pulp.lpSum(fm.offer(oid).purchase_usd * fm.options.demands[dk].units * v
+                            for (dk, _, oid), v in sorted(fm.e.items()))
         fm.add("budget", "capex_usd_per_year", capex - _elastic(fm, "capex") <= budget.capex_usd_per_year)
     if budget.opex_usd_per_year is not None:
         opex = pulp.lpSum(c * v for comp, terms in fm.cost_terms.items() if comp != "capital" for c, v in terms)

@@ -47,7 +47,9 @@ from planner import costs
 from planner.catalog import Catalog, Offer
 from planner.model import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.multiyear_data import Trend, demand_factor, life_years, trend_for, year_caps
-from planner.options import Options, batch_offer_exclusion, hours_per_year, systems_per_run
+from planner.eligibility import batch_offer_exclusion, systems_per_run
+from planner.option_types import Options
+from planner.options import hours_per_year
 from planner.scenario import Scenario
 
 HOURS = costs.HOURS_PER_YEAR
@@ -334,7 +336,6 @@ def define_redundancy_constraints(ym: YearModel) -> None:
         for t in ym.years:
             users = ym.demand_at(dk, t)
             for oid in sorted({o for (d, _, o, tt) in ym.y if d == dk and tt == t}):
-                per = ym.system_of(oid).accelerators
                 lost = []
                 for (d, i, o, tt), yv in sorted(ym.y.items(), key=lambda kv: (kv[0][1], kv[0][3])):
                     if d != dk or o != oid or tt != t:

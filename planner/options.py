@@ -9,10 +9,11 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from planner import costs
 from planner.catalog import Catalog, Offer, System
+from planner.eligibility import allowed_offers, batch_offer_exclusion, demand_offer_exclusion, kind_phrase
+from planner.option_types import BatchOption, Demand, EdgeOption, Options, ServeOption
 from planner.perf import serving, training
 from planner.scenario import EdgeJob, FinetuneJob, PretrainJob, RLJob, Scenario, ServeJob
 
@@ -21,151 +22,6 @@ MAX_TP_MOE = 64
 MAX_PP = 16
 BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
 KEEP_PER_SYSTEM = 4  # serving configurations kept per system after pruning
-
-
-@dataclass(frozen=True)
-class Demand:
-    """One thing the fleet must provide: users of a serving job, or the runs of a batch job."""
-
-    key: str  # unique; equals the job name, or "<job>/rollout", "<job>/trainer" for RL
-    job: str
-    kind: str  # serve | batch | edge
-    users: int = 0
-    hours_per_day: float = 24.0
-    runs_per_year: float = 0.0
-    max_hours_per_run: float = 0.0
-    units: int = 0
-    latency_critical: bool = False
-    priority: float = 1.0
-
-
-@dataclass(frozen=True)
-class ServeOption:
-    demand: str
-    system: str
-    accelerator: str
-    tp: int
-    pp: int
-    accelerators_per_replica: int
-    accelerator_slots: float  # accelerators of owned capacity one replica takes, packing waste included
-    users_per_replica: int
-    tokens_per_s_per_user: float
-    ttft_s: float
-    memory_gb_per_accelerator: float
-    memory_gb_capacity: float
-    weights_gb: float
-    kv_gb: float
-    binding: str
-    regime: str
-
-    @property
-    def systems_per_replica(self) -> int:
-        return 1
-
-
-@dataclass(frozen=True)
-class BatchOption:
-    demand: str
-    system: str
-    accelerator: str
-    accelerators: int
-    hours_per_run: float
-    memory_gb_per_accelerator: float
-    memory_gb_capacity: float
-    binding: str
-
-
-@dataclass(frozen=True)
-class EdgeOption:
-    demand: str
-    system: str
-    accelerator: str
-    tokens_per_s: float
-    memory_gb: float
-    memory_gb_capacity: float
-    power_w: float
-    binding: str
-
-
-@dataclass
-class Options:
-    demands: dict[str, Demand] = field(default_factory=dict)
-    serve: dict[str, list[ServeOption]] = field(default_factory=dict)
-    batch: dict[str, list[BatchOption]] = field(default_factory=dict)
-    edge: dict[str, list[EdgeOption]] = field(default_factory=dict)
-    offers: dict[str, Offer] = field(default_factory=dict)
-    excluded_offers: dict[str, str] = field(default_factory=dict)
-    why_not: dict[str, dict[str, str]] = field(default_factory=dict)
-    """demand -> accelerator -> why no configuration exists."""
-
-    def note(self, demand: str, accelerator: str, reason: str) -> None:
-        self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
-
-
-# --- offers the policy allows ----------------------------------------------------------------
-
-def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
-    """Why the policy or site rules this offer out ('' if allowed)."""
-    system = cat.systems[o.system]
-    acc = cat.accelerators[system.accelerator]
-    p = s.policy
-    if o.acquisition not in p.acquisition:
-        return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
-    if p.providers is not None and o.provider not in p.providers:
-        return f"provider '{o.provider}' not in policy.providers"
-    if o.provider in p.exclude_providers:
-        return f"provider '{o.provider}' excluded by policy"
-    if p.accelerators is not None and acc.id not in p.accelerators:
-        return "not in policy.accelerators"
-    if acc.id in p.exclude_accelerators:
-        return "excluded by policy"
-    if p.stacks is not None and acc.stack not in p.stacks:
-        return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
-    if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":
-        return "needs liquid cooling; the site has air cooling only"
-    if o.max_systems == 0:
-        return "not available (max_systems is 0)"
-    return ""
-
-
-def site_exclusion(o: Offer, system: System, s: Scenario) -> str:
-    """Why a system may not host serving or training here ('' if it may). Edge devices (robot
-    computers) run edge jobs only; a data center buys no workstations."""
-    if system.kind == "edge":
-        return "an edge device (a robot's computer): it runs edge jobs only"
-    if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"):
-        return (f"a {system.kind}, not a rack server: the site is a data center (set site.kind: office "
-                "to buy workstations)")
-    return ""
-
-
-def _dominated(o: Offer, others: list[Offer]) -> bool:
-    """Same system and acquisition, no cheaper, no larger availability: never worth choosing."""
-    if o.acquisition == "buy":
-        return False
-    cap = o.max_systems if o.max_systems is not None else math.inf
-    for q in others:
-        if q.id == o.id or q.system != o.system or q.acquisition != o.acquisition:
-            continue
-        qcap = q.max_systems if q.max_systems is not None else math.inf
-        if q.price_usd_per_hour <= o.price_usd_per_hour and qcap >= cap and (
-                q.price_usd_per_hour < o.price_usd_per_hour or qcap > cap or q.id < o.id):
-            return True
-    return False
-
-
-def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[str, str]]:
-    allowed, excluded = {}, {}
-    for oid in sorted(cat.offers):
-        o = cat.offers[oid]
-        why = offer_exclusion(o, s, cat)
-        if why:
-            excluded[oid] = why
-        else:
-            allowed[oid] = o
-    pool = list(allowed.values())
-    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool)}
-    return kept, excluded
 
 
 # --- serving ------------------------------------------------------------------------------------
@@ -325,7 +181,7 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     if not out:
         if last is not None and last.accelerators >= system.accelerators and not scales_out(system):
             return [], (f"too slow: {last.hours:,.0f} h on {last.accelerators}x {acc.id} (one {system.id}; "
-                        f"a {system.kind} does not scale out), deadline {deadline_h:g} h per run")
+                        f"{kind_phrase(system.kind)} does not scale out), deadline {deadline_h:g} h per run")
         hours = f"{last.hours:,.0f} h on {last.accelerators}" if last else "no count fits"
         return [], f"too slow: {hours}x {acc.id}, deadline {deadline_h:g} h per run"
     return out, ""
@@ -379,29 +235,68 @@ def demands_of(s: Scenario) -> list[Demand]:
 
 
 def build(s: Scenario, cat: Catalog) -> Options:
-    """All options for all jobs over the systems that have at least one allowed offer."""
+    """All options for each demand over the systems with at least one offer that demand may use
+    (allowed by the policy, then demand_offer_exclusion); batch configurations no such offer can
+    host (batch_offer_exclusion) are dropped with their reason."""
     opts = Options()
     opts.offers, opts.excluded_offers = allowed_offers(s, cat)
-    systems = sorted({o.system for o in opts.offers.values()})
     jobs = {j.name: j for j in s.jobs}
     cache: dict = {}
     for d in demands_of(s):
         opts.demands[d.key] = d
         job = jobs[d.job]
         m = cat.models[job.model]
+        _record_eligible(opts, d, s, cat)
         lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
         found = lists.setdefault(d.key, [])
-        for sid in systems:
+        for sid in sorted({opts.offers[oid].system for oid in opts.eligible[d.key]}):
             system = cat.systems[sid]
             acc = cat.accelerators[system.accelerator]
             got, why = _options_for(d, job, m, acc, system, cache)
+            if d.kind == "batch":
+                got, why = _hostable(opts, d, got, system, why)
             found.extend(got)
             if not got and why:
                 opts.note(d.key, acc.id, why)
         for acc_id in sorted(cat.accelerators):
             if not any(o.accelerator == acc_id for o in found):
-                opts.note(d.key, acc_id, _policy_reason(acc_id, cat, opts))
+                opts.note(d.key, acc_id, _demand_reason(acc_id, d.key, cat, opts) or _policy_reason(acc_id, cat, opts))
     return opts
+
+
+def _record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog) -> None:
+    ok, why = [], {}
+    for oid, o in sorted(opts.offers.items()):
+        reason = demand_offer_exclusion(d, o, cat.systems[o.system], s)
+        if reason:
+            why[oid] = reason
+        else:
+            ok.append(oid)
+    opts.eligible[d.key], opts.ineligible[d.key] = ok, why
+
+
+def _hostable(opts: Options, d: Demand, got: list, system: System, why: str) -> tuple[list, str]:
+    """Batch configurations some offer of this system may host, or the reason none can."""
+    kept, reasons = [], []
+    offers = [opts.offers[oid] for oid in opts.offers_for(d.key, system.id)]
+    for opt in got:
+        misses = [batch_offer_exclusion(d, opt, o, system) for o in offers]
+        if any(not r for r in misses):
+            kept.append(opt)
+        else:
+            reasons += misses
+    if got and not kept:
+        return [], sorted(set(reasons))[0]
+    return kept, why
+
+
+def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
+    """Why demand dk may use none of the allowed offers of an accelerator ('' if it may use some)."""
+    mine = [oid for oid, o in opts.offers.items() if cat.systems[o.system].accelerator == acc_id]
+    if not mine or any(oid in opts.eligible.get(dk, ()) for oid in mine):
+        return ""
+    reasons = sorted({opts.ineligible[dk][oid] for oid in mine})
+    return "; ".join(reasons[:2])
 
 
 def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):

@@ -3,11 +3,12 @@ into the JSON contract (fleet, jobs with placements and unit costs, solver)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 from planner import checks, costs, model, options
 from planner.errors import Diagnosis, InfeasibleError, SolverError
-from planner.options import Demand, Options
+from planner.option_types import Demand, Options
 from planner.scenario import Scenario
 from planner.solve import SolveResult, solve
 
@@ -40,6 +41,11 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
         if closest:
             lines.append(f"job '{d.key}': {closest[0]}")
             relax.append(closest[1])
+        elif _demand_rules(d, opts):
+            rules = _demand_rules(d, opts)
+            lines.append(f"job '{d.key}': the policy allows offers, but none this job may use: " + "; ".join(rules))
+            relax.append({"family": "policy", "constraint": d.key,
+                          "message": "allow other offers for it: " + "; ".join(rules)})
         else:
             lines.append(f"job '{d.key}': no accelerator in the catalog and policy can run it")
             relax.append({"family": "options", "constraint": d.key,
@@ -48,6 +54,13 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
         for acc, why in sorted(reasons.items())[:40]:
             lines.append(f"  {acc}: {why}")
     return Diagnosis("\n".join(lines), relax)
+
+
+def _demand_rules(d: Demand, opts: Options) -> list[str]:
+    """The per-job offer rules (options.demand_offer_exclusion) that left some accelerator with no
+    option for d: spot not for serving, no workstation bought for a data center, edge units bought."""
+    ruled = set(opts.ineligible.get(d.key, {}).values())
+    return sorted({r for why in opts.why_not.get(d.key, {}).values() for r in why.split("; ") if r in ruled})
 
 
 def prepare(s: Scenario, catalog_paths: tuple[str, ...] = ()):
@@ -78,7 +91,19 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         from planner.explain import diagnose
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
-    return cat, opts, fm, res
+    return cat, opts, fm, trimmed(fm, res)
+
+
+def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
+    """The solution with no idle rented system (model.trim_rentals), its objective lowered by the
+    rental cost that saves; idempotent."""
+    if not res.ok:
+        return res
+    values, saved = model.trim_rentals(fm, res.values)
+    if not saved:
+        return res
+    objective = None if res.objective is None else res.objective - saved
+    return dataclasses.replace(res, values=values, objective=objective)
 
 
 def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
@@ -119,7 +144,8 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult) -> dict[str, float]:
 
 
 def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
-    opts, cat = fm.options, fm.catalog
+    res = trimmed(fm, res)
+    opts = fm.options
     offer_cost = cost_by_offer(fm, res)
     fleet = _fleet(fm, res, offer_cost)
     usage = _usage(fm, res)  # offer -> demand -> accelerator-hours per year

@@ -27,9 +27,10 @@ from __future__ import annotations
 import math
 
 from planner import costs
-from planner.options import Options, hours_per_year
+from planner.option_types import Options
+from planner.options import hours_per_year
 
-PRUNE_ABOVE = 1000
+PRUNE_ABOVE = 3000
 KEEP = 10
 MARGIN = 0.5
 KEEP_BATCH_OWNED = 3

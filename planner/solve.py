@@ -79,7 +79,10 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)
     try:
-        fm.prob.solve(solver)
+        try:
+            fm.prob.solve(solver)
+        except (pulp.PulpSolverError, OSError, ValueError, IndexError):
+            fm.prob.solve(solver)  # once more: a CBC process lost to a passing fault on a loaded machine
     except (pulp.PulpSolverError, OSError, ValueError, IndexError) as exc:  # IndexError: a truncated solution file
         raise SolverError(f"the solver ({name}) stopped without a result: it crashed, was killed or "
                           f"could not run ({str(exc).split(',')[0]}).\n    To fix: check that the cbc "

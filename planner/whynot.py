@@ -32,7 +32,7 @@ import pulp
 
 from planner import model, options, shortlist
 from planner.model import FleetModel
-from planner.options import site_exclusion
+from planner.eligibility import site_exclusion
 from planner.solve import SolveResult, solve
 
 VARIANT_TIME_LIMIT_S = 5.0
