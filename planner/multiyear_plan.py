@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from planner import costs, options
+from planner import options
 from planner.errors import Diagnosis, InfeasibleError, SolverError
 from planner.multiyear import OPEX, YearModel, active, build
 from planner.multiyear_data import check_multiyear, year_caps
-from planner.plan import _placement, _unit_cost, prepare, r2, require_solution
+from planner.plan import _placement, _unit_cost, batch_placement, prepare, r2, require_solution, serve_placement
 from planner.scenario import Scenario
 from planner.solve import SolveResult, solve
 
@@ -219,26 +219,12 @@ def _placements(ym: YearModel, res, dk: str, t: int) -> list[dict]:
         for (k, i, oid, tt), v in sorted(ym.y.items()):
             reps = _int(res, v)
             if k == dk and tt == t and reps > 0:
-                opt = ym.options.serve[dk][i]
-                out.append(_placement(ym, oid, opt, dk, replicas=reps, users_per_replica=opt.users_per_replica,
-                                      tp=opt.tp, pp=opt.pp, per_replica=opt.accelerators_per_replica,
-                                      tps=opt.tokens_per_s_per_user, ttft=opt.ttft_s, hours=None,
-                                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
-                                      binding=opt.binding, regime=opt.regime,
-                                      extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb),
-                                             "users_served": min(reps * opt.users_per_replica, need)}))
+                out.append(serve_placement(ym, oid, ym.options.serve[dk][i], dk, reps, need))
     elif d.kind == "batch":
         for (k, i, oid, tt), v in sorted(ym.x.items()):
             share = _val(res, v)
             if k == dk and tt == t and share > 1e-6:
-                opt = ym.options.batch[dk][i]
-                out.append(_placement(ym, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
-                                      per_replica=opt.accelerators, tps=None, ttft=None,
-                                      hours=costs.run_hours(opt.hours_per_run, ym.offer(oid).acquisition),
-                                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
-                                      binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
-                                      extra={"share_of_runs": r2(share, 4),
-                                             "runs_per_year": r2(share * ym.demand_at(dk, t), 3)}))
+                out.append(batch_placement(ym, oid, ym.options.batch[dk][i], dk, share, ym.demand_at(dk, t)))
     else:
         held = defaultdict(int)
         for (k, i, oid, tt), v in sorted(ym.e.items()):

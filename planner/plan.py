@@ -238,27 +238,13 @@ def _placements(fm, res, dk) -> list[dict]:
             reps = _int(res, v)
             if k != dk or reps <= 0:
                 continue
-            opt = fm.options.serve[dk][i]
-            out.append(_placement(fm, oid, opt, dk, replicas=reps, users_per_replica=opt.users_per_replica,
-                                  tp=opt.tp, pp=opt.pp, per_replica=opt.accelerators_per_replica,
-                                  tps=opt.tokens_per_s_per_user, ttft=opt.ttft_s, hours=None,
-                                  mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
-                                  binding=opt.binding, regime=opt.regime,
-                                  extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb),
-                                         "users_served": min(reps * opt.users_per_replica, d.users)}))
+            out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, d.users))
     elif d.kind == "batch":
         for (k, i, oid), v in sorted(fm.x.items()):
             share = _val(res, v)
             if k != dk or share <= 1e-6:
                 continue
-            opt = fm.options.batch[dk][i]
-            out.append(_placement(fm, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
-                                  per_replica=opt.accelerators, tps=None, ttft=None,
-                                  hours=costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition),
-                                  mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
-                                  binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
-                                  extra={"share_of_runs": r2(share, 4),
-                                         "runs_per_year": r2(share * d.runs_per_year, 3)}))
+            out.append(batch_placement(fm, oid, fm.options.batch[dk][i], dk, share, d.runs_per_year))
     else:
         for (k, i, oid), v in sorted(fm.e.items()):
             if k != dk or _val(res, v) < 0.5:
@@ -269,6 +255,27 @@ def _placements(fm, res, dk) -> list[dict]:
                                   mem=opt.memory_gb, cap=opt.memory_gb_capacity, binding=opt.binding,
                                   regime=opt.binding, extra={"power_w": r2(opt.power_w, 0)}))
     return out
+
+
+def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int) -> dict:
+    """One serving placement of the JSON contract (shared by the one-year and multi-year readers)."""
+    return _placement(fm, oid, opt, dk, replicas=replicas, users_per_replica=opt.users_per_replica,
+                      tp=opt.tp, pp=opt.pp, per_replica=opt.accelerators_per_replica,
+                      tps=opt.tokens_per_s_per_user, ttft=opt.ttft_s, hours=None,
+                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
+                      binding=opt.binding, regime=opt.regime,
+                      extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb),
+                             "users_served": min(replicas * opt.users_per_replica, users_needed)})
+
+
+def batch_placement(fm, oid: str, opt, dk: str, share: float, runs_per_year: float) -> dict:
+    """One fine-tuning/training placement: its share of the runs, hours per run (spot restarts in)."""
+    return _placement(fm, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
+                      per_replica=opt.accelerators, tps=None, ttft=None,
+                      hours=costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition),
+                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
+                      binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
+                      extra={"share_of_runs": r2(share, 4), "runs_per_year": r2(share * runs_per_year, 3)})
 
 
 def _placement(fm, oid, opt, dk, *, replicas, users_per_replica, tp, pp, per_replica, tps, ttft, hours,
