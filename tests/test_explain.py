@@ -26,7 +26,10 @@ def _infeasible_by_design(path: Path) -> bool:
     return path.name in INFEASIBLE_BY_DESIGN or "infeasible by design" in path.read_text()[:2000].lower()
 
 
-FEASIBLE = sorted(p.name for p in SCENARIOS.glob("*.yaml") if not _infeasible_by_design(p))
+# multi-year plans (annual-budget.yaml) are read out by planner.multiyear_plan and carry no
+# per-placement explanations yet: the closing note lists that as a known limit
+FEASIBLE = sorted(p.name for p in SCENARIOS.glob("*.yaml")
+                  if not _infeasible_by_design(p) and not load_scenario(p).multi_year)
 _PLANS: dict[str, tuple] = {}
 
 
@@ -34,8 +37,6 @@ def planned(name: str):
     """(scenario, plan) for a shipped scenario, planned and explained once per test session."""
     if name not in _PLANS:
         s = load_scenario(SCENARIOS / name)
-        if s.multi_year:
-            pytest.skip("multi-year plans are built by planner.multiyear_plan, not explained here")
         _PLANS[name] = (s, make_plan(s))
     return _PLANS[name]
 
