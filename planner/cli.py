@@ -22,6 +22,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Plan the cheapest AI hardware fleet (buy or rent) for your jobs, and say why.\n\n"
                        "plan SCENARIO.yaml is short for plan run SCENARIO.yaml.")
 catalog_app = typer.Typer(no_args_is_help=True, help="List what the catalog knows, with sources.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from planner import __version__
+        from planner.perf.calibration import default
+
+        typer.echo(f"plan {__version__} (performance model calibrated {default().fitted_on})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and the calibration date, then exit")):
+    """Plan the cheapest AI hardware fleet (buy or rent) for your jobs, and say why."""
 app.add_typer(catalog_app, name="catalog")
 
 

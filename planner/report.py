@@ -55,6 +55,10 @@ def markdown_table(rows: list[dict], columns: list[str], headers: dict | None = 
     return "\n".join(out)
 
 
+def years(n: int) -> str:
+    return f"{n} year" if n == 1 else f"{n} years"
+
+
 def _is_num(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
@@ -112,7 +116,7 @@ def _check_lines(job: dict, markdown: bool) -> list[str]:
 def plan_text(plan: dict) -> str:
     lines = [f"Plan for '{plan['scenario']}': {plan['status']}, "
              f"{usd(plan['total_cost_usd_per_year'])} per year "
-             f"({usd(plan['total_cost_usd_over_horizon'])} over {plan['horizon_years']} years)", ""]
+             f"({usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])})", ""]
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
     lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
@@ -141,7 +145,7 @@ def plan_text(plan: dict) -> str:
 def plan_markdown(plan: dict) -> str:
     lines = [f"# Hardware plan: {plan['scenario']}", "",
              f"**Status:** {plan['status']}. **Cost:** {usd(plan['total_cost_usd_per_year'])} per year, "
-             f"{usd(plan['total_cost_usd_over_horizon'])} over {plan['horizon_years']} years.", "",
+             f"{usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])}.", "",
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",

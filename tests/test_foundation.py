@@ -23,6 +23,11 @@ def test_help_lists_commands(plan_cli):
         assert cmd in r.out
 
 
+def test_version_names_the_calibration(plan_cli):
+    r = plan_cli("--version")
+    assert r.code == 0 and r.out.startswith("plan ") and "calibrated" in r.out
+
+
 def test_catalog_accelerators_json_has_contract_keys(plan_cli):
     r = plan_cli("catalog", "accelerators", "--format", "json")
     assert r.code == 0
