@@ -238,15 +238,22 @@ def _target_rows(plan, s, outcomes) -> list[dict]:
 
 # --- the whole explanation ------------------------------------------------------------------------
 
+def explain_placements(plan: dict, s, cat) -> None:
+    """Per-placement reasons ("why") and the seeds' three checks ("checks") for each job, in place
+    (what single-period and multi-year plans share), and the one-paragraph "summary"."""
+    jobs = {j.name: j for j in s.jobs}
+    for job in plan["jobs"]:
+        job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
+    plan["summary"] = runit.summary(plan, s)
+
+
 def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None) -> None:
     """Add to the plan, in place: per-placement reasons ("why") and the three checks ("checks") per
     job; "explanations" (binding families with prices), "alternatives" (why-not, one row per unused
     catalog accelerator), "next_best" and a one-paragraph "summary". The plan's values were read
     already, so the model may be re-solved here; every bound changed is restored."""
-    jobs = {j.name: j for j in s.jobs}
-    for job in plan["jobs"]:
-        job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
-        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
+    explain_placements(plan, s, cat)
     limit = time_limit_s or s.solver.time_limit_s
     variants = whynot.variants_for(plan, s, cat, fm, res)
     fleet = shadow.decisions(fm, res)

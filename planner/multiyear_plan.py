@@ -35,7 +35,11 @@ def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_l
     if res.status == "infeasible":
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
-    return read_multiyear(s, ym, res)
+    plan = read_multiyear(s, ym, res)
+    from planner.explain import explain_placements  # the final year's placements, with their reasons
+
+    explain_placements(plan, s, cat)
+    return plan
 
 
 def diagnose(s: Scenario, cat, opts, time_limit_s=None) -> Diagnosis:

@@ -152,3 +152,14 @@ def test_a_year_budget_entry_overrides_the_yearly_cap(tmp_path, plan_cli):
     assert [y["budget_usd"] for y in plan["years"]] == [100000, 150000]
     assert plan["years"][1]["cost_usd"] > 100000  # the raised cap is used
     assert plan["years"][1]["cost_usd"] <= 150000 + 0.01
+
+
+def test_multi_year_placements_say_why_and_what_to_run(annual):
+    """Every final-year placement names its binding resource with numbers, and each job carries
+    the seeds' three checks, as single-period plans do."""
+    for job in annual["jobs"]:
+        assert len(job["why"]) == len(job["placements"]) > 0
+        for p, why in zip(job["placements"], job["why"]):
+            assert p["binding"] in why and p["accelerator"] in why
+        assert {"regime", "run_it", "unit_cost"} <= set(job["checks"])
+    assert annual["summary"].startswith("Buy ")
