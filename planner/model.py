@@ -37,10 +37,27 @@ HOURS = costs.HOURS_PER_YEAR
 COVERAGE_WEIGHT = 1e9  # $ per unit of weighted unserved share: coverage first, then cost
 
 
+@dataclass
 class Registry:
-    """Shared by the fleet MILP and the multi-year MILP (dataclasses holding `prob`, `rows`,
-    `options` and `catalog`): named constraints kept in a (family, entity) registry, never
-    parsed back from names; variables with generated names."""
+    """What the fleet MILP and the multi-year MILP share: the problem, the variable stores both
+    use (see FleetModel), named constraints kept in a (family, entity) registry and never parsed
+    back from names, and variables with generated names."""
+
+    scenario: Scenario
+    catalog: Catalog
+    options: Options
+    prob: pulp.LpProblem
+    elastic: bool = field(default=False, kw_only=True)
+    y: dict = field(default_factory=dict, kw_only=True)
+    r: dict = field(default_factory=dict, kw_only=True)
+    x: dict = field(default_factory=dict, kw_only=True)
+    b: dict = field(default_factory=dict, kw_only=True)
+    e: dict = field(default_factory=dict, kw_only=True)
+    m: dict = field(default_factory=dict, kw_only=True)
+    z: dict = field(default_factory=dict, kw_only=True)
+    unserved: dict = field(default_factory=dict, kw_only=True)
+    slack: dict = field(default_factory=dict, kw_only=True)
+    rows: dict = field(default_factory=dict, kw_only=True)
 
     def add(self, family: str, entity: str, constraint) -> None:
         key = (family, entity)
@@ -65,22 +82,7 @@ class Registry:
 
 @dataclass
 class FleetModel(Registry):
-    scenario: Scenario
-    catalog: Catalog
-    options: Options
-    prob: pulp.LpProblem
-    elastic: bool = False
     n: dict = field(default_factory=dict)
-    y: dict = field(default_factory=dict)
-    r: dict = field(default_factory=dict)
-    x: dict = field(default_factory=dict)
-    b: dict = field(default_factory=dict)
-    e: dict = field(default_factory=dict)
-    m: dict = field(default_factory=dict)
-    z: dict = field(default_factory=dict)
-    unserved: dict = field(default_factory=dict)
-    slack: dict = field(default_factory=dict)
-    rows: dict = field(default_factory=dict)
     serve_pairs: dict = field(default_factory=dict)
     """demand -> [(option index, offer id)] the MILP instantiates (see shortlist.py)."""
     batch_pairs: dict = field(default_factory=dict)

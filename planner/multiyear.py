@@ -59,24 +59,9 @@ OPEX = ("support", "hosting", "power", "rental", "reserved")
 
 @dataclass
 class YearModel(Registry):
-    scenario: Scenario
-    catalog: Catalog
-    options: Options
-    prob: pulp.LpProblem
-    elastic: bool = False
     years: list = field(default_factory=list)
     p: dict = field(default_factory=dict)
     k: dict = field(default_factory=dict)
-    y: dict = field(default_factory=dict)
-    r: dict = field(default_factory=dict)
-    x: dict = field(default_factory=dict)
-    b: dict = field(default_factory=dict)
-    e: dict = field(default_factory=dict)
-    m: dict = field(default_factory=dict)
-    z: dict = field(default_factory=dict)
-    unserved: dict = field(default_factory=dict)
-    slack: dict = field(default_factory=dict)
-    rows: dict = field(default_factory=dict)
     cash: dict = field(default_factory=dict)
     """(year, component) -> [(usd, var, offer)]: capex and the OPEX components, paid that year."""
     capital: dict = field(default_factory=dict)
