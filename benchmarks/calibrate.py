@@ -2,7 +2,7 @@
 
     python benchmarks/calibrate.py [--dry-run] [--sweeps N] [--warm-start]
 
-Fits the factors of planner.perf.calibration.Calibration that the data can identify:
+Fits the factors of planner.physics.calibration.Calibration that the data can identify:
 eta_bw, layer_overhead_us, token_overhead_us, allreduce_latency_us, link_efficiency, decode_mfu
 and prefill_mfu. max_batch keeps its engine default (the data do not constrain it), train_mfu keeps its literature default (no training rows), and
 mem_util / reserve_gb keep the engines' documented defaults. There is no per-model,
@@ -17,7 +17,7 @@ without letting a few of them dominate. A row the model says cannot run counts e
 Optimiser: cyclic coordinate descent, each coordinate a golden-section search over a bounded
 interval in log space (all factors are positive and act multiplicatively), repeated until a full
 sweep improves the objective by < 1e-5. Plain Python, no randomness: the same data give the same
-factors. Writes planner/perf/calibration.json unless --dry-run.
+factors. Writes planner/physics/calibration.json unless --dry-run.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from planner.perf.calibration import PATH, Calibration  # noqa: E402
+from planner.physics.calibration import PATH, Calibration  # noqa: E402
 
 
 def _fidelity():

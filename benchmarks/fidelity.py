@@ -7,7 +7,7 @@ error %), then the median and worst absolute % error overall and per section. Ro
 in the data (documented outliers) are printed with a '*' and left out of the statistics. Exits 1 when the
 targets are missed (median <= 15 %, worst <= 50 %), so it doubles as a check.
 
-How each metric is predicted (planner.perf.serving, with the row's own TP and PP, never a search):
+How each metric is predicted (planner.physics.serving, with the row's own TP and PP, never a search):
   tokens_per_s_max     replicas x estimate(batch = largest_batch(...) with no per-user target)
                        .tokens_per_s, replicas = count / (TP x PP): the engine at max load.
   tpot_ms              inter-token latency at batch = concurrency: the decode step with the
@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from planner.catalog import _read_rows, _validate_rows  # noqa: E402
-from planner.perf import serving  # noqa: E402
-from planner.perf.calibration import Calibration, default  # noqa: E402
+from planner.data.catalog import _read_rows, _validate_rows  # noqa: E402
+from planner.physics import serving  # noqa: E402
+from planner.physics.calibration import Calibration, default  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "calibration_data.csv"
 CATALOG = ROOT / "catalog"

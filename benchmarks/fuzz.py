@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.fuzzgen import invalid_scenario, run_mapping, valid_scenario
+from planner.app.fuzzgen import invalid_scenario, run_mapping, valid_scenario
 
 EXPECTED = {"valid": (0, 3, 4), "invalid": (2,)}
 

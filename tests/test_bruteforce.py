@@ -14,9 +14,11 @@ import math
 
 import pytest
 
-from planner import checks, costs, options
-from planner.plan import make_plan
-from planner.scenario import Scenario
+from planner.app.planning import make_plan
+from planner.data import consistency as checks
+from planner.data.scenario import Scenario
+from planner.options import build as options
+from planner.physics import costs
 
 A100 = {"accelerators": ["a100-80gb"], "acquisition": ["buy", "on-demand"],
         "providers": ["oem", "runpod-community", "hyperstack"]}

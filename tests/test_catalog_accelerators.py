@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import planner.catalog as catalog
+import planner.data.catalog as catalog
 
 CSV_PATH = Path(__file__).resolve().parent.parent / "catalog" / "accelerators.csv"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import catalog as catalog_mod
-from planner.catalog import load_catalog
+from planner.data import catalog as catalog_mod
+from planner.data.catalog import load_catalog
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
 

@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SCENARIOS
 
 
@@ -122,7 +121,7 @@ STOP_ON_TIME = """
 
 
 def test_time_limit_always_set():
-    from planner.solve import make_solver
+    from planner.milp.solve import make_solver
 
     solver, _ = make_solver(0.2, 0.001)
     assert solver.timeLimit == 1

@@ -9,11 +9,15 @@ import math
 import pytest
 import yaml
 
-from planner import checks, eligibility, model, options
-from planner.errors import InfeasibleError
-from planner.plan import make_plan, read_plan
-from planner.scenario import Scenario
-from planner.solve import solve
+from planner.app.planning import make_plan
+from planner.data import consistency as checks
+from planner.data.errors import InfeasibleError
+from planner.data.scenario import Scenario
+from planner.milp import fleet as model
+from planner.milp.readout import read_plan
+from planner.milp.solve import solve
+from planner.options import build as options
+from planner.options import eligibility
 
 CHAT = {"name": "chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
         "context_tokens": 4096, "concurrent_users": 20, "min_tokens_per_s_per_user": 20}
@@ -176,7 +180,8 @@ def test_policy_may_name_the_provider_of_an_inline_offer(tmp_path, plan_cli):
 
 def test_choose_go_is_solved_exactly_and_no_alternative_undercuts_it():
     from conftest import SCENARIOS
-    from planner.scenario import load_scenario
+
+    from planner.data.scenario import load_scenario
 
     p = make_plan(load_scenario(SCENARIOS / "choose-go.yaml"))
     assert p["solver"]["pairs_pruned"] == 0

@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from planner import checks, model, options, report, shadow
-from planner.errors import InfeasibleError
-from planner.plan import make_plan, solve_scenario
-from planner.scenario import load_scenario
+from planner.app.planning import make_plan, solve_scenario
+from planner.cli import render as report
+from planner.cli import tables
+from planner.data import consistency as checks
+from planner.data.errors import InfeasibleError
+from planner.data.scenario import load_scenario
+from planner.explain import prices as shadow
+from planner.milp import fleet as model
+from planner.options import build as options
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -82,7 +87,7 @@ def test_why_not_covers_every_catalog_accelerator(name):
 
 def test_bank_explanations_in_json_and_markdown():
     s, plan = planned("bank.yaml")
-    data = json.loads(report.to_json(plan))
+    data = json.loads(tables.to_json(plan))
     assert {"explanations", "alternatives", "next_best", "summary"} <= set(data)
     demand = next(e for e in data["explanations"] if e["family"] == "demand")
     assert demand["binding"] and demand["shadow_price"] > 0

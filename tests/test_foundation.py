@@ -7,7 +7,6 @@ import io
 import json
 
 import pytest
-
 from conftest import SCENARIOS
 
 ACC_KEYS = {"id", "name", "vendor", "memory_gb", "mem_bw_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.fuzzgen import invalid_scenario, run_mapping, valid_scenario
+from planner.app.fuzzgen import invalid_scenario, run_mapping, valid_scenario
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

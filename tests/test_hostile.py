@@ -6,7 +6,6 @@ Every case runs the `plan` command in-process (tests/conftest.py) on a file writ
 from __future__ import annotations
 
 import pytest
-
 from conftest import SCENARIOS
 
 SERVE = "name: t\njobs:\n  - name: chat\n    stage: serve\n    model: llama-3.1-8b\n    concurrent_users: {users}\n"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.catalog import _read_rows, _validate_rows
-from planner.perf import arch
+from planner.data.catalog import _read_rows, _validate_rows
+from planner.physics import arch
 
 MODELS_YAML = Path(__file__).resolve().parent.parent / "catalog" / "models.yaml"
 

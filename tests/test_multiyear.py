@@ -6,7 +6,6 @@ import json
 
 import pytest
 import yaml
-
 from conftest import SCENARIOS
 
 TIMING = """
@@ -44,7 +43,7 @@ def _plan_json(plan_cli, path):
 
 @pytest.fixture(scope="module")
 def annual(tmp_path_factory):
-    from planner.pipeline import plan_file
+    from planner.app.pipeline import plan_file
 
     return plan_file(SCENARIOS / "annual-budget.yaml")
 

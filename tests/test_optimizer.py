@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from planner import shortlist
-from planner.catalog import load_catalog
-from planner.perf import serving, training
-from planner.plan import make_plan
-from planner.scenario import Scenario, load_scenario
+from planner.app.planning import make_plan
+from planner.data.catalog import load_catalog
+from planner.data.scenario import Scenario, load_scenario
+from planner.options import shortlist
+from planner.physics import serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

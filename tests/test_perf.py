@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.catalog import Model, _read_rows, _validate_rows
-from planner.perf import arch, serving, training
-from planner.perf.calibration import Calibration
+from planner.data.catalog import Model, _read_rows, _validate_rows
+from planner.physics import arch, serving, training
+from planner.physics.calibration import Calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "catalog"

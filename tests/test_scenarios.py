@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import InfeasibleError
-from planner.plan import make_plan
-from planner.scenario import load_scenario
+from planner.app.planning import make_plan
+from planner.data.errors import InfeasibleError
+from planner.data.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -40,7 +40,7 @@ def accelerators_by_offer(plan: dict) -> dict[str, int]:
 
 
 def memory_gb(accelerator: str) -> float:
-    from planner.catalog import load_catalog
+    from planner.data.catalog import load_catalog
     return load_catalog().accelerators[accelerator].memory_gb
 
 
@@ -196,8 +196,8 @@ def test_seed002_production_uses_an_nvlink_node_of_large_gpus():
 # --- rent vs buy: the crossover comes from prices ------------------------------------------------------
 
 def test_rent_vs_buy_crossover_emerges_from_prices():
-    from planner import costs
-    from planner.catalog import load_catalog
+    from planner.data.catalog import load_catalog
+    from planner.physics import costs
 
     def acquisitions(name):
         plan = plan_of("rent-vs-buy.yaml", name)

@@ -6,15 +6,14 @@ import json
 
 import pytest
 import yaml
-
 from conftest import SCENARIOS
 
 FINETUNE = SCENARIOS / "support-finetune.yaml"
 
 
 def test_sweep_equals_each_variant_solved_alone(tmp_path, plan_cli):
-    from planner.plan import make_plan
-    from planner.scenario import load_scenario
+    from planner.app.planning import make_plan
+    from planner.data.scenario import load_scenario
 
     runs, hours = [6, 12, 24], [12, 24, 48, 96]
     res = plan_cli("sweep", FINETUNE, "--set", "jobs.0.runs_per_year=" + ",".join(map(str, runs)),

@@ -1,0 +1,105 @@
+"""`plan estimate`: the performance model for one model on one accelerator type, as a what-if."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.data.catalog import load_catalog
+from planner.data.errors import InputError, Problem, suggest
+from planner.physics import arch, serving, training
+
+PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
+KV_PRECISIONS = ("bf16", "fp8", "int8")
+
+
+@dataclass
+class EstimateRequest:
+    model: str
+    accelerator: str
+    count: int = 1
+    precision: str = "bf16"
+    kv_precision: str | None = None
+    input_tokens: int = 1024
+    output_tokens: int = 256
+    batch: int | None = None
+    max_throughput: bool = False
+    min_tokens_per_s_per_user: float | None = None
+    tp: int | None = None
+    pp: int | None = None
+    stage: str = "serve"
+    method: str = "lora"
+    tokens: float = 1e8
+
+
+def _check(req: EstimateRequest, cat) -> list[Problem]:
+    problems = []
+    if req.model not in cat.models:
+        problems.append(Problem(f"unknown model '{req.model}'", "--model", suggest(req.model, cat.models)))
+    if req.accelerator not in cat.accelerators:
+        problems.append(Problem(f"unknown accelerator '{req.accelerator}'", "--accelerator",
+                                suggest(req.accelerator, cat.accelerators)))
+    choices = {"--precision": (req.precision, PRECISIONS), "--stage": (req.stage, ("serve", "finetune", "pretrain")),
+               "--method": (req.method, ("full", "lora", "qlora"))}
+    if req.kv_precision is not None:
+        choices["--kv-precision"] = (req.kv_precision, KV_PRECISIONS)
+    for flag, (value, allowed) in choices.items():
+        if value not in allowed:
+            problems.append(Problem(f"unknown value '{value}'", flag, "use one of: " + ", ".join(allowed)))
+    if req.batch is not None and req.max_throughput:
+        problems.append(Problem("--batch and --max-throughput exclude each other", "--batch",
+                                "give one of them"))
+    for flag, value in (("--tp", req.tp), ("--pp", req.pp)):
+        if value is not None and value > req.count:
+            problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
+    return problems
+
+
+def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> dict:
+    cat = load_catalog(*catalog_paths)
+    problems = _check(req, cat)
+    if problems:
+        raise InputError(problems)
+    m, acc = cat.models[req.model], cat.accelerators[req.accelerator]
+    base = {"model": m.id, "accelerator": acc.id, "count": req.count, "stage": req.stage}
+    if req.stage != "serve":
+        method = "pretrain" if req.stage == "pretrain" else req.method
+        est = training.estimate(m, acc, method, req.tokens, req.count, precision="bf16")
+        return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
+    kv = req.kv_precision or ("fp8" if req.precision in ("fp8", "fp4") else "bf16")
+    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens)
+    if req.max_throughput and req.tp is None and req.pp is None:
+        est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user)
+        if est is None:
+            return {**base, **_not_fitting(m, acc, wl, req.count)}
+        replicas = req.count // (est.tensor_parallel * est.pipeline_parallel)
+        return {**base, **est.as_dict(), "replicas": replicas}
+    tp, pp = req.tp, req.pp
+    if tp is None and pp is None:
+        fit = serving.smallest_fit(m, acc, wl, acc.scaleup_domain, req.count)
+        if fit is None:
+            return {**base, **_not_fitting(m, acc, wl, req.count)}
+        tp, pp = fit
+    tp, pp = tp or 1, pp or 1
+    replicas = max(1, req.count // (tp * pp))
+    if req.batch is not None:
+        batch = req.batch
+    elif req.min_tokens_per_s_per_user is not None:
+        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user)
+        batch = max(batch, 1)
+    else:
+        batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit
+    est = serving.estimate(m, acc, wl, tp, pp, batch)
+    out = {**base, **est.as_dict(), "replicas": replicas}
+    out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
+    if tp > acc.scaleup_domain:
+        out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"
+    return out
+
+
+def _not_fitting(m, acc, wl, count) -> dict:
+    need = arch.weight_bytes(m, wl.precision) / 1e9
+    return {"fits": False, "reason": f"{m.id} at {wl.precision} needs {need:.1f} GB of weights; "
+                                     f"{count}x {acc.id} ({acc.memory_gb:g} GB each) cannot hold it with a KV cache",
+            "memory_gb_capacity": acc.memory_gb, "tensor_parallel": None, "pipeline_parallel": None,
+            "replicas": 0, "batch": 0, "tpot_ms": None, "ttft_ms": None, "tokens_per_s_per_user": None,
+            "tokens_per_s": 0.0, "regime": "capacity", "memory_gb_per_accelerator": None}

@@ -1,0 +1,31 @@
+"""The application layer's entry: scenario file in, verified plan out. The CLI and tests call these."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.app import planning
+from planner.data.consistency import resolve
+from planner.data.errors import VerificationError
+from planner.data.scenario import Scenario, load_scenario
+from planner.verify.plan import verify
+
+
+def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
+    """The plan for a parsed scenario: single-period, or multi-year when it has per-year settings."""
+    make = planning.make_multiyear_plan if s.multi_year else planning.make_plan
+    return checked(make(s, catalog_paths, time_limit_s), s, catalog_paths)
+
+
+def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dict:
+    """The plan, once the independent verifier (planner.verify) re-derives that it is feasible;
+    a failure is a bug in the planner: VerificationError (exit 1) listing the failed checks."""
+    result = verify(plan, s, resolve(s, catalog_paths))
+    if not result.ok:
+        raise VerificationError(result.summary() + "\nThis is a bug in the planner: please report it "
+                                "with the scenario file.")
+    return plan
+
+
+def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
+    return plan_scenario(load_scenario(path), catalog_paths, time_limit_s)

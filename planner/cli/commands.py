@@ -1,0 +1,386 @@
+"""The `plan` command. Results on stdout, diagnostics on stderr, fixed exit codes:
+0 plan found, 1 internal error, 2 bad input, 3 infeasible (with diagnosis), 4 solver failed.
+
+`plan SCENARIO.yaml` is short for `plan run SCENARIO.yaml`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from planner.cli import tables
+from planner.data.errors import InfeasibleError, InputError, PlannerError, Problem
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  help="Plan the cheapest AI hardware fleet (buy or rent) for your jobs, and say why.\n\n"
+                       "plan SCENARIO.yaml is short for plan run SCENARIO.yaml.")
+catalog_app = typer.Typer(no_args_is_help=True, help="List what the catalog knows, with sources.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from planner import __version__
+        from planner.physics.calibration import default
+
+        typer.echo(f"plan {__version__} (performance model calibrated {default().fitted_on})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and the calibration date, then exit")):
+    """Plan the cheapest AI hardware fleet (buy or rent) for your jobs, and say why."""
+app.add_typer(catalog_app, name="catalog")
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class TableFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+CatalogOpt = typer.Option(None, "--catalog", help="a catalog folder or file overriding the bundled one "
+                                                 "(repeatable; later ones win)")
+
+
+def check_output(output: Optional[Path], force: bool) -> None:
+    """Refuse an --output that would overwrite a file (without --force) or lands nowhere."""
+    if output is None:
+        return
+    if output.exists() and not force:
+        raise InputError(Problem(f"{output} already exists", "--output", "pass --force to replace it, "
+                                                                         "or choose another name"))
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(Problem(f"folder {folder} does not exist", "--output", "create it first"))
+
+
+def emit(text: str, output: Optional[Path], force: bool) -> None:
+    """Write to stdout, or atomically to a new file (never over an existing one without --force)."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    check_output(output, force)
+    folder = output.parent if str(output.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    typer.echo(f"wrote {output}", err=True)
+
+
+@app.command("run")
+def run_cmd(
+    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the plan to this file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds (default: "
+                                                                                  "the scenario's solver.time_limit_s)"),
+    timings: bool = typer.Option(True, "--timings/--no-timings",
+                                 help="include the solver's wall-clock seconds; --no-timings makes the "
+                                      "output byte-identical from run to run"),
+):
+    """Plan the cheapest fleet for SCENARIO and explain it."""
+    from planner.app.pipeline import plan_file
+    from planner.cli import render as report
+
+    check_output(output, force)  # before minutes of solving, not after
+    try:
+        plan = plan_file(scenario, tuple(str(c) for c in catalog or ()), time_limit)
+    except InfeasibleError as exc:
+        if fmt == Format.json:
+            emit(tables.to_json({"status": "infeasible", "scenario": str(scenario),
+                                 "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations,
+                                 **exc.payload}), output, force)
+        raise
+    if plan["status"] != "optimal":
+        gap = plan["solver"].get("gap")
+        typer.echo("warning: the plan is feasible but not proven optimal"
+                   + (f" (gap up to {gap:.2%})" if gap is not None else "")
+                   + "; raise solver.time_limit_s for a proof", err=True)
+    pruned = plan["solver"].get("pairs_pruned") or 0
+    if pruned:
+        typer.echo(f"warning: a large scenario: {pruned:,} of the candidate (configuration, offer) pairs "
+                   "were left out by the shortlist heuristic, so the plan is optimal over the shortlist, "
+                   "not proven over every candidate; split the scenario or narrow the policy for a proof",
+                   err=True)
+    if not timings:  # wall time is the one thing that differs from run to run
+        plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
+    text = {Format.json: tables.to_json, Format.markdown: report.plan_markdown,
+            Format.table: report.plan_text}[fmt](plan)
+    emit(text, output, force)
+
+
+@app.command("verify")
+def verify_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
+               plan_json: Path = typer.Argument(..., metavar="PLAN.json", help="plan written by --format json"),
+               catalog: Optional[List[Path]] = CatalogOpt):
+    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 1 if it is not)."""
+    from planner.data.consistency import resolve
+    from planner.data.errors import VerificationError
+    from planner.data.scenario import load_scenario
+    from planner.verify.plan import read_plan_file, verify
+
+    s = load_scenario(scenario)
+    result = verify(read_plan_file(plan_json), s, resolve(s, tuple(str(c) for c in catalog or ())))
+    if not result.ok:
+        raise VerificationError(result.summary())
+    typer.echo(f"{plan_json}: {result.summary()}")
+
+
+@app.command("validate")
+def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
+                 catalog: Optional[List[Path]] = CatalogOpt):
+    """Check SCENARIO against the schema and the catalog; print a one-screen summary."""
+    from planner.data.consistency import resolve
+    from planner.data.scenario import load_scenario
+
+    s = load_scenario(scenario)
+    cat = resolve(s, tuple(str(c) for c in catalog or ()))
+    typer.echo(f"{scenario}: valid. '{s.name}', {len(s.jobs)} job(s), horizon {s.horizon_years} year(s).")
+    typer.echo(f"  site: {s.site.ownership} ({s.site.kind}), {s.site.cooling} cooling, "
+               f"${s.site.power_usd_per_kwh}/kWh, PUE {s.site.pue}"
+               + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else ""))
+    typer.echo(f"  policy: {', '.join(s.policy.acquisition)}; redundancy {s.policy.redundancy}"
+               + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
+    if s.budget.usd_per_year is not None:
+        typer.echo(f"  budget: ${s.budget.usd_per_year:,.0f} per year")
+    for j in s.jobs:
+        m = cat.models[j.model]
+        typer.echo(f"  - {j.name}: {j.stage} {m.name} ({m.params_b:g}B" +
+                   (f", {m.active_params_b:g}B active" if m.is_moe else "") + ")" + _job_summary(j))
+
+
+def _job_summary(j) -> str:
+    if j.stage == "serve":
+        return (f", {j.precision}, {j.concurrent_users:,} users x {j.min_tokens_per_s_per_user:g} tok/s, "
+                f"{j.context_tokens:,} context, {j.hours_per_day:g} h/day")
+    if j.stage == "finetune":
+        return f", {j.method}, {j.dataset_tokens * j.epochs:,.0f} tokens/run, {j.runs_per_year:g} runs/yr"
+    if j.stage == "pretrain":
+        return f", {j.training_tokens:,.0f} tokens within {j.max_days:g} days"
+    if j.stage == "rl":
+        return f", rollouts {j.rollout_tokens_per_s:,.0f} tok/s, trainer {j.train_tokens_per_day:,.0f} tok/day"
+    return f", {j.devices:,} {j.device} devices at {j.min_tokens_per_s:g} tok/s"
+
+
+@app.command("schema")
+def schema_cmd():
+    """Print the scenario's JSON Schema (for editor validation and completion)."""
+    import json
+
+    from planner.data.scenario import Scenario
+
+    typer.echo(json.dumps(Scenario.model_json_schema(), indent=2, sort_keys=True))
+
+
+CATALOG_COLUMNS = {
+    "accelerators": ["id", "vendor", "memory_gb", "mem_bw_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+                     "tdp_w", "scaleup_kind", "scaleup_domain", "stack", "as_of"],
+    "systems": ["id", "accelerator", "accelerators", "scaleup_domain", "power_kw", "cooling", "kind", "as_of"],
+    "offers": ["id", "system", "acquisition", "provider", "price_usd_per_hour", "purchase_usd",
+               "useful_life_years", "max_systems", "as_of"],
+    "models": ["id", "params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
+               "head_dim", "experts", "experts_per_token", "attention", "as_of"],
+}
+
+
+def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]]):
+    from planner.data.catalog import load_catalog
+
+    cat = load_catalog(*(str(c) for c in catalog or ()))
+    rows = [r.model_dump(mode="json") for r in cat.table(kind).values()]
+    rows.sort(key=lambda r: r["id"])
+    if fmt == TableFormat.json:
+        typer.echo(tables.to_json(rows), nl=False)
+    elif fmt == TableFormat.csv:
+        import pandas as pd
+
+        typer.echo(pd.DataFrame(rows).to_csv(index=False), nl=False)
+    else:
+        typer.echo(tables.table(rows, CATALOG_COLUMNS[kind]))
+        typer.echo(f"\n{len(rows)} {kind}; every row has a source (see --format json).")
+
+
+def _make_catalog_command(kind: str):
+    def command(fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f"),
+                catalog: Optional[List[Path]] = CatalogOpt):
+        _catalog_listing(kind, fmt, catalog)
+
+    command.__doc__ = f"List the catalog's {kind}."
+    catalog_app.command(kind)(command)
+
+
+for _kind in CATALOG_COLUMNS:
+    _make_catalog_command(_kind)
+
+
+@app.command("estimate")
+def estimate_cmd(
+    model: str = typer.Option(..., "--model", help="model id (see plan catalog models)"),
+    accelerator: str = typer.Option(..., "--accelerator", help="accelerator id"),
+    count: int = typer.Option(1, "--count", min=1, help="accelerators"),
+    precision: str = typer.Option("bf16", "--precision", help="bf16, fp8, int8, int4 or fp4"),
+    kv_precision: Optional[str] = typer.Option(None, "--kv-precision", help="bf16, fp8 or int8"),
+    input_tokens: int = typer.Option(1024, "--input-tokens", min=1),
+    output_tokens: int = typer.Option(256, "--output-tokens", min=1),
+    batch: Optional[int] = typer.Option(None, "--batch", min=1, help="sequences per replica (fixed)"),
+    max_throughput: bool = typer.Option(False, "--max-throughput", help="best split and batch for total tok/s"),
+    min_tps: Optional[float] = typer.Option(None, "--min-tokens-per-s-per-user", min=0.001),
+    tp: Optional[int] = typer.Option(None, "--tp", min=1),
+    pp: Optional[int] = typer.Option(None, "--pp", min=1),
+    stage: str = typer.Option("serve", "--stage", help="serve, finetune or pretrain"),
+    method: str = typer.Option("lora", "--method", help="full, lora or qlora (finetune)"),
+    tokens: float = typer.Option(1e8, "--tokens", min=1, help="training tokens (finetune/pretrain)"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+):
+    """What-if: memory, speed and time for one model on one accelerator type."""
+    from planner.app.estimate import EstimateRequest, run_estimate
+
+    req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
+                          batch, max_throughput, min_tps, tp, pp, stage, method, tokens)
+    result = run_estimate(req, tuple(str(c) for c in catalog or ()))
+    if fmt == Format.json:
+        typer.echo(tables.to_json(result), nl=False)
+    else:
+        typer.echo(tables.table([{"field": k, "value": v} for k, v in result.items() if not isinstance(v, dict)]))
+
+
+
+@app.command("sweep")
+def sweep_cmd(
+    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    sets: List[str] = typer.Option(..., "--set", help="PATH=V1,V2,... a dotted path into the scenario "
+                                                      "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per variant"),
+):
+    """Solve SCENARIO under every combination of --set values and compare the plans."""
+    import time
+
+    from planner.app import sweep
+    from planner.data.errors import Diagnosis
+
+    paths = tuple(str(c) for c in catalog or ())
+    items = sweep.variants(scenario, sets)
+    sweep.validate(items, paths)
+    start = time.perf_counter()
+    if sys.stderr.isatty():
+        with typer.progressbar(length=len(items), label="solving", file=sys.stderr) as bar:
+            entries = sweep.run(items, paths, time_limit, progress=lambda e, sec: bar.update(1))
+    else:
+        def note(e, seconds):
+            if len(items) > 3:
+                typer.echo(f"[{e['variant']}/{len(items)}] {sweep.label(e['settings'])}: "
+                           f"{e['summary']['status']} ({seconds:.1f} s)", err=True)
+        entries = sweep.run(items, paths, time_limit, progress=note)
+    closing = sweep.closing_note(entries, time.perf_counter() - start)
+    if fmt == Format.json:
+        emit(tables.to_json(entries), output, force)
+        typer.echo(closing, err=True)
+    else:
+        rows, cols = sweep.rows(entries), sweep.columns(entries)
+        body = tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols)
+        emit(body + "\n\n" + closing + "\n", output, force)
+    if not any(e["summary"]["status"] in ("optimal", "feasible") for e in entries):
+        raise InfeasibleError(Diagnosis("no variant of the sweep has a plan; see the status column"))
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Path = typer.Argument(..., help="scenario YAML (solved now) or plan JSON (from plan --format json)"),
+    b: Path = typer.Argument(..., help="the other scenario or plan"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per plan"),
+):
+    """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens."""
+    from planner.app import sweep
+
+    paths = tuple(str(c) for c in catalog or ())
+    result = sweep.compare(sweep.load_plan_or_solve(a, paths, time_limit), sweep.load_plan_or_solve(b, paths, time_limit))
+    if fmt == Format.json:
+        typer.echo(tables.to_json(result), nl=False)
+        return
+    names = ("A: " + a.name, "B: " + b.name)
+    rows = sweep.compare_rows(result, names)
+    cols = ["", *names, "B - A"]
+    typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
+
+
+COMMANDS = {"run", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}
+
+
+def _route(argv: list[str]) -> list[str]:
+    """`plan FILE ...` -> `plan run FILE ...` when the first word is not a command."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            if arg in ("--help", "-h", "--version"):
+                return argv
+            continue
+        if arg in COMMANDS:
+            return argv
+        return argv[:i] + ["run"] + argv[i:]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = _route(list(sys.argv[1:] if argv is None else argv))
+    try:
+        app(args=argv, prog_name="plan", standalone_mode=False)
+    except PlannerError as exc:
+        _report_error(exc)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(getattr(exc, "exit_code", 0))
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error from the CLI parser
+            exc.show()
+            sys.exit(2 if exc.exit_code not in (0, 2) else exc.exit_code)
+        if os.environ.get("PLANNER_DEBUG"):
+            raise
+        typer.echo(f"internal error: {type(exc).__name__}: {exc}\n"
+                   "This is a bug in the planner. Rerun with PLANNER_DEBUG=1 for a traceback "
+                   "and report it.", err=True)
+        sys.exit(1)
+    sys.exit(0)
+
+
+def _report_error(exc: PlannerError) -> None:
+    if isinstance(exc, InfeasibleError):
+        typer.echo("infeasible: " + exc.diagnosis.summary, err=True)
+    elif isinstance(exc, InputError):
+        typer.echo("error: " + exc.render(), err=True)
+    else:
+        typer.echo("error: " + str(exc), err=True)
+

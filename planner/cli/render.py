@@ -1,0 +1,112 @@
+"""Rendering: plain-text tables for people, JSON for scripts, Markdown for documents.
+
+Pure functions from plain data (dicts and lists) to strings; no solver, no typer.
+"""
+
+from __future__ import annotations
+
+from planner.cli.render_years import years_markdown, years_text
+from planner.cli.tables import markdown_table, table, years
+from planner.data.money import unit_cost_text, usd
+
+FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
+FLEET_HEADERS = {"cost_usd_per_year": "$/year", "accelerators": "GPUs"}
+PLACEMENT_COLUMNS = ["replicas", "accelerator", "acquisition", "accelerators_per_replica", "tensor_parallel",
+                     "pipeline_parallel", "users_per_replica", "tokens_per_s_per_user", "hours_per_run",
+                     "memory_gb_per_accelerator", "memory_gb_capacity", "binding"]
+PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "TP", "pipeline_parallel": "PP",
+                     "users_per_replica": "users/rep", "tokens_per_s_per_user": "tok/s/user",
+                     "hours_per_run": "h/run", "memory_gb_per_accelerator": "mem GB",
+                     "memory_gb_capacity": "of GB"}
+
+
+ALTERNATIVE_COLUMNS = ["accelerator", "status", "cost_delta_usd_per_year", "reason"]
+ALTERNATIVE_HEADERS = {"cost_delta_usd_per_year": "+$/year"}
+CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost"))
+
+
+def _explanation_lines(plan: dict, markdown: bool) -> list[str]:
+    """Binding constraints with prices, the why-not table and the next-best fleet (explain.py)."""
+    lines = []
+    if plan.get("explanations"):
+        lines += ["## Why this plan: constraints and prices", ""] if markdown else \
+            ["Why this plan: constraints and prices (what one more unit would cost or save)"]
+        for e in plan["explanations"]:
+            mark = ("**binds**" if e["binding"] else "slack") if markdown else ("binds" if e["binding"] else "slack")
+            lines.append(f"- {mark} ({e['family']}, {e['constraint']}): {e['message']}" if markdown
+                         else f"  [{mark}] {e['constraint']}: {e['message']}")
+        lines.append("")
+    if plan.get("alternatives") is not None:
+        title = "Why not the other accelerators"
+        lines += ([f"## {title}", "", markdown_table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
+                  if markdown else [title, table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)])
+        lines.append("")
+    if plan.get("next_best"):
+        lines += (["## Next-best fleet", "", plan["next_best"]["message"], ""] if markdown
+                  else [f"Next best: {plan['next_best']['message']}", ""])
+    return lines
+
+
+def _check_lines(job: dict, markdown: bool) -> list[str]:
+    checks = job.get("checks") or {}
+    if markdown:
+        return [f"- **{label}:** {checks[k]}" for k, label in CHECKS if k in checks]
+    return [f"  check, {label.lower()}: {checks[k]}" for k, label in CHECKS if k in checks]
+
+
+def plan_text(plan: dict) -> str:
+    lines = [f"Plan for '{plan['scenario']}': {plan['status']}, "
+             f"{usd(plan['total_cost_usd_per_year'])} per year "
+             f"({usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])})", ""]
+    lines += [plan["summary"], ""] if plan.get("summary") else []
+    lines += _years_section(plan, markdown=False)
+    lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
+    for job in plan["jobs"]:
+        lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
+                     + (unit_cost_text(job["unit_cost"]) or "-"))
+        lines.append(table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS))
+        for dk, u in job.get("unserved", {}).items():
+            lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))
+        for msg in job.get("why", []):
+            lines.append(f"  - {msg}")
+        lines += _check_lines(job, False)
+        lines.append("")
+    lines += _explanation_lines(plan, False)
+    for section in plan.get("report_sections", []):
+        lines += [section["title"], section["text"], ""]
+    s = plan["solver"]
+    gap = "" if s.get("gap") in (None, 0) else (
+        f", within {s['gap']:.2%} of optimal" if plan["status"] == "optimal" else f", gap up to {s['gap']:.2%}")
+    took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
+    lines.append(f"Solved by {s['name']}{took} ({s['variables']} variables, "
+                 f"{s['constraints']} constraints{gap}).")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plan_markdown(plan: dict) -> str:
+    lines = [f"# Hardware plan: {plan['scenario']}", "",
+             f"**Status:** {plan['status']}. **Cost:** {usd(plan['total_cost_usd_per_year'])} per year, "
+             f"{usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])}.", "",
+             *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
+             *_years_section(plan, markdown=True),
+             "## What to buy or rent", "",
+             markdown_table(plan["fleet"], FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
+                            {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), ""]
+    for job in plan["jobs"]:
+        lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
+                  f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
+                  markdown_table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS), ""]
+        lines += [f"- {msg}" for msg in job.get("why", [])]
+        lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
+        lines.append("")
+    lines += _explanation_lines(plan, True)
+    for section in plan.get("report_sections", []):
+        lines += [f"## {section['title']}", "", section.get("markdown", section["text"]), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _years_section(plan: dict, markdown: bool) -> list[str]:
+    """A multi-year plan's year-by-year table and purchases (planner.multiyear_report)."""
+    if not plan.get("years"):
+        return []
+    return [years_markdown(plan) if markdown else years_text(plan), ""]

@@ -1,0 +1,67 @@
+"""Rendering of a multi-year plan's "years": one row per year (cash, budget, fleet, unserved) and
+what is bought or reserved when. Pure functions of the plan dict."""
+
+from __future__ import annotations
+
+from planner.cli.tables import markdown_table, table
+from planner.data.money import usd
+
+YEAR_COLUMNS = ["year", "capex_usd", "opex_usd", "cost_usd", "budget_usd", "used", "annuitised_cost_usd",
+                "fleet", "unserved"]
+YEAR_HEADERS = {"capex_usd": "capex $", "opex_usd": "opex $", "cost_usd": "cash $", "budget_usd": "budget $",
+                "used": "budget used", "annuitised_cost_usd": "annuitised $", "unserved": "unserved"}
+BUY_COLUMNS = ["year", "systems", "system", "acquisition", "unit_price_usd", "total_usd"]
+BUY_HEADERS = {"unit_price_usd": "unit $ (reserved: per year)", "total_usd": "total $"}
+
+
+def fleet_summary(fleet: list[dict]) -> str:
+    """'2x h200-nvl-x4 buy (+1), 1x b200-x1 on-demand'."""
+    parts = []
+    for f in fleet:
+        new = f" (+{f['new_this_year']})" if f.get("new_this_year") and f["acquisition"] == "buy" else ""
+        parts.append(f"{f['systems']}x {f['system']} {f['acquisition']}{new}")
+    return ", ".join(parts) or "-"
+
+
+def unserved_summary(unserved: dict) -> str:
+    parts = []
+    for dk, u in sorted(unserved.items()):
+        if u.get("users") is not None:
+            parts.append(f"{dk}: {u['users']:,.0f} users ({u['tokens_per_s']:,.0f} tok/s)")
+        elif u.get("runs") is not None:
+            parts.append(f"{dk}: {u['runs']:g} runs")
+        else:
+            parts.append(f"{dk}: {u['share']:.0%}")
+    return "; ".join(parts) or "-"
+
+
+def year_rows(plan: dict) -> list[dict]:
+    rows = []
+    for y in plan["years"]:
+        used = y.get("budget_used")
+        rows.append({**y, "used": f"{used:.0%}" if used is not None else "-",
+                     "fleet": fleet_summary(y["fleet"]), "unserved": unserved_summary(y["unserved"])})
+    return rows
+
+
+def purchase_rows(plan: dict) -> list[dict]:
+    return [{"year": y["year"], **p} for y in plan["years"] for p in y["purchases"]]
+
+
+def headline(plan: dict) -> str:
+    return (f"NPV {usd(plan['npv_usd'])} at {plan['discount_rate']:.0%}; cash {usd(plan['cash_total_usd'])} over "
+            f"{plan['horizon_years']} years; {usd(plan['total_cost_usd_per_year'])} per year annuitised "
+            f"({plan['mode']}). Fleet and jobs below are the final year's.")
+
+
+def years_text(plan: dict) -> str:
+    return "\n".join([headline(plan), "", "Year by year (cash view: capex when paid + opex)",
+                      table(year_rows(plan), YEAR_COLUMNS, YEAR_HEADERS), "",
+                      "Purchases and reservations", table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)])
+
+
+def years_markdown(plan: dict) -> str:
+    return "\n".join([headline(plan), "", "## Year by year", "",
+                      markdown_table(year_rows(plan), YEAR_COLUMNS, YEAR_HEADERS), "",
+                      "## Purchases and reservations", "",
+                      markdown_table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)])

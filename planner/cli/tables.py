@@ -1,0 +1,63 @@
+"""Plain-text and Markdown tables and cell formatting: pure functions from rows (dicts) to strings."""
+
+from __future__ import annotations
+
+import json
+import math
+
+
+def fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v) for v in value)
+    return str(value)
+
+
+def table(rows: list[dict], columns: list[str] | None = None, headers: dict | None = None) -> str:
+    """A plain-text table; columns default to the first row's keys."""
+    if not rows:
+        return "(none)"
+    columns = columns or list(rows[0])
+    headers = headers or {}
+    cells = [[headers.get(c, c) for c in columns]] + [[fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    numeric = [all(_is_num(r.get(c)) for r in rows) for c in columns]
+    lines = []
+    for n, row in enumerate(cells):
+        parts = [cell.rjust(w) if numeric[i] and n else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[dict], columns: list[str], headers: dict | None = None) -> str:
+    if not rows:
+        return "_none_"
+    headers = headers or {}
+    out = ["| " + " | ".join(headers.get(c, c) for c in columns) + " |",
+           "|" + "|".join("---" for _ in columns) + "|"]
+    out += ["| " + " | ".join(fmt(r.get(c)).replace("|", "/") for c in columns) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def years(n: int) -> str:
+    return f"{n} year" if n == 1 else f"{n} years"
+
+
+def _is_num(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def to_json(data) -> str:
+    """Deterministic JSON: sorted keys, no NaN."""
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"

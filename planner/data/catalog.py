@@ -1,0 +1,270 @@
+"""The hardware and model catalog: data tables validated once by pydantic row models.
+
+Tables (units in column names; every row has `source` and `as_of`):
+  accelerators.csv  one row per chip
+  systems.csv       what is bought or rented: a node, a rack, a workstation, a cloud instance
+  offers.csv        a system x acquisition mode x provider, with its price
+  models.yaml       LLM architectures from their published configs
+
+The bundled catalog is the default. A user catalog (a folder holding any of these files, or one
+file) overrides rows by id and adds new ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.data.errors import InputError, Problem
+
+Stack = Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]
+Acquisition = Literal["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]
+ACQUISITIONS: tuple[str, ...] = ("buy", "on-demand", "reserved-1y", "reserved-3y", "spot")
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    source: str = Field(min_length=3)
+    as_of: dt.date
+
+
+class Accelerator(Row):
+    name: str
+    vendor: str
+    memory_gb: float = Field(gt=0)
+    mem_bw_tbps: float = Field(gt=0)
+    bf16_tflops: Optional[float] = Field(default=None, gt=0)
+    fp8_tflops: Optional[float] = Field(default=None, gt=0)
+    fp4_tflops: Optional[float] = Field(default=None, gt=0)
+    int8_tops: Optional[float] = Field(default=None, gt=0)
+    tdp_w: Optional[float] = Field(default=None, gt=0)
+    scaleup_kind: str
+    scaleup_gbps: float = Field(gt=0, description="scale-up bandwidth per accelerator per direction, GB/s")
+    scaleup_domain: int = Field(ge=1)
+    stack: Stack
+    cooling: Literal["air", "liquid"]
+    form_factor: str
+    mamf_bf16_fraction: Optional[float] = Field(default=None, gt=0, le=1)
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak for matmuls in `precision`, falling back to the next wider format."""
+        order = {"fp4": ["fp4", "fp8", "bf16"], "int4": ["fp8", "bf16"], "nf4": ["bf16"],
+                 "fp8": ["fp8", "bf16"], "int8": ["int8", "fp8", "bf16"], "bf16": ["bf16"]}
+        for p in order.get(precision, ["bf16"]):
+            value = self.int8_tops if p == "int8" else getattr(self, f"{p}_tflops")
+            if value:
+                return value
+        return self.bf16_tflops or self.fp8_tflops or self.fp4_tflops or 1.0
+
+
+class System(Row):
+    name: str
+    accelerator: str
+    accelerators: int = Field(ge=1)
+    scaleup_domain: int = Field(ge=1, description="accelerators one tensor-parallel group may span")
+    power_kw: float = Field(gt=0, description="whole system at full load, host included")
+    cooling: Literal["air", "liquid"]
+    kind: Literal["server", "rack", "workstation", "edge", "cloud-instance", "tpu-slice"]
+
+
+class Offer(Row):
+    system: str
+    acquisition: Acquisition
+    provider: str
+    region: str = "global"
+    price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
+    purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
+    useful_life_years: Optional[float] = Field(default=None, gt=0, le=50)
+    max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000)
+
+
+class Model(Row):
+    name: str
+    family: str
+    params_b: float = Field(gt=0)
+    active_params_b: float = Field(gt=0)
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    attention_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    ffn_size: int = Field(ge=1, description="dense MLP intermediate size")
+    vocab_size: int = Field(ge=1)
+    tied_embeddings: bool = False
+    attention: Literal["mha", "gqa", "mla"] = "gqa"
+    experts: int = Field(default=0, ge=0)
+    experts_per_token: int = Field(default=0, ge=0)
+    shared_experts: int = Field(default=0, ge=0)
+    moe_ffn_size: Optional[int] = Field(default=None, ge=1)
+    dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP in an MoE")
+    kv_lora_rank: Optional[int] = Field(default=None, ge=1)
+    q_lora_rank: Optional[int] = Field(default=None, ge=1)
+    rope_head_dim: Optional[int] = Field(default=None, ge=1)
+    qk_nope_head_dim: Optional[int] = Field(default=None, ge=1)
+    v_head_dim: Optional[int] = Field(default=None, ge=1)
+    sliding_window: Optional[int] = Field(default=None, ge=1, description="tokens, local layers")
+    sliding_window_layers: int = Field(default=0, ge=0)
+    max_context_tokens: Optional[int] = Field(default=None, ge=1)
+    native_precision: str = "bf16"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+
+TABLES: dict[str, type[Row]] = {
+    "accelerators": Accelerator,
+    "systems": System,
+    "offers": Offer,
+    "models": Model,
+}
+
+
+@dataclass
+class Catalog:
+    accelerators: dict[str, Accelerator] = field(default_factory=dict)
+    systems: dict[str, System] = field(default_factory=dict)
+    offers: dict[str, Offer] = field(default_factory=dict)
+    models: dict[str, Model] = field(default_factory=dict)
+
+    def table(self, name: str) -> dict[str, Row]:
+        return getattr(self, name)
+
+    def accelerator_of(self, system_id: str) -> Accelerator:
+        return self.accelerators[self.systems[system_id].accelerator]
+
+    def offers_for(self, system_id: str) -> list[Offer]:
+        return [o for o in self.offers.values() if o.system == system_id]
+
+    def check_references(self) -> list[Problem]:
+        problems = []
+        for s in self.systems.values():
+            if s.accelerator not in self.accelerators:
+                problems.append(Problem(f"system '{s.id}' names unknown accelerator '{s.accelerator}'",
+                                        "systems", "add the accelerator row or fix the id"))
+            elif s.scaleup_domain > s.accelerators and s.kind != "rack":
+                problems.append(Problem(f"system '{s.id}' has a scale-up domain of {s.scaleup_domain} "
+                                        f"but only {s.accelerators} accelerators", "systems",
+                                        "make scaleup_domain at most accelerators"))
+        for o in self.offers.values():
+            if o.system not in self.systems:
+                problems.append(Problem(f"offer '{o.id}' names unknown system '{o.system}'", "offers",
+                                        "add the system row or fix the id"))
+            if o.acquisition == "buy" and (o.purchase_usd is None or o.useful_life_years is None):
+                problems.append(Problem(f"offer '{o.id}' buys but lacks purchase_usd or useful_life_years",
+                                        "offers", "fill both columns for a purchase"))
+            if o.acquisition != "buy" and o.price_usd_per_hour is None:
+                problems.append(Problem(f"offer '{o.id}' rents but lacks price_usd_per_hour", "offers",
+                                        "fill price_usd_per_hour (per system-hour)"))
+        return problems
+
+
+def bundled_dir() -> Path:
+    """The catalog shipped in the wheel (planner/_catalog) or, in a checkout, ../catalog."""
+    here = Path(__file__).resolve().parent.parent  # planner/
+    for candidate in (here / "_catalog", here.parent / "catalog"):
+        if (candidate / "accelerators.csv").exists():
+            return candidate
+    raise InputError(Problem("the bundled catalog is missing", str(here),
+                             "reinstall the package: pip install --force-reinstall ."))
+
+
+def _read_rows(path: Path) -> list[dict]:
+    """Rows of one catalog file, read with the scenario's guards (size, binary data, UTF-8, and for
+    YAML duplicate keys, depth and alias expansion)."""
+    from planner.data.yamlio import load_yaml, read_text
+
+    try:
+        text = read_text(path)
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read catalog file: {exc}", str(path), "check the path"))
+    if path.suffix == ".csv":
+        reader = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
+        rows = []
+        try:
+            for row in reader:
+                if None in row:
+                    raise InputError(Problem(f"row {reader.line_num} has more cells than the header",
+                                             str(path), "quote cells that contain commas"))
+                rows.append({k.strip(): v.strip() for k, v in row.items() if v is not None and v.strip() != ""})
+        except csv.Error as exc:
+            raise InputError(Problem(f"malformed CSV at row {reader.line_num}: {exc}", str(path),
+                                     "check the quoting on that row"))
+        return rows
+    data, _ = load_yaml(text, str(path))
+    if not isinstance(data, list):
+        raise InputError(Problem("expected a list of rows", str(path), "write one '- id: ...' entry per row"))
+    return data
+
+
+def _validate_rows(kind: str, rows: list[dict], path: Path) -> dict[str, Row]:
+    model = TABLES[kind]
+    out: dict[str, Row] = {}
+    problems = []
+    for i, raw in enumerate(rows):
+        if not isinstance(raw, dict):
+            problems.append(Problem("row is not a mapping", f"{path} row {i + 1}"))
+            continue
+        try:
+            row = model.model_validate(raw)
+        except ValidationError as exc:
+            rid = raw.get("id", f"row {i + 1}")
+            for err in exc.errors():
+                loc = ".".join(str(x) for x in err["loc"])
+                problems.append(Problem(f"{loc}: {err['msg']}", f"{path} [{rid}]",
+                                        "see the column descriptions in the bundled catalog"))
+            continue
+        if row.id in out:
+            problems.append(Problem(f"duplicate id '{row.id}'", str(path), "ids must be unique in a file"))
+        out[row.id] = row
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _files_in(path: Path) -> dict[str, Path]:
+    if path.is_dir():
+        found = {}
+        for kind in TABLES:
+            for ext in (".csv", ".yaml", ".yml"):
+                if (path / f"{kind}{ext}").exists():
+                    found[kind] = path / f"{kind}{ext}"
+        return found
+    for kind in TABLES:
+        if path.stem.startswith(kind):
+            return {kind: path}
+    raise InputError(Problem(f"cannot tell which table '{path.name}' holds", str(path),
+                             "name it accelerators.csv, systems.csv, offers.csv or models.yaml"))
+
+
+def _load(path: Path) -> dict[str, dict[str, Row]]:
+    if not path.exists():
+        raise InputError(Problem("catalog path does not exist", str(path), "check the --catalog path"))
+    return {kind: _validate_rows(kind, _read_rows(p), p) for kind, p in _files_in(path).items()}
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str) -> dict[str, dict[str, Row]]:
+    return _load(Path(path))
+
+
+def load_catalog(*overrides: str | Path) -> Catalog:
+    """The bundled catalog with each override (folder or file) applied in order, by id."""
+    cat = Catalog()
+    for kind, rows in _load_cached(str(bundled_dir())).items():
+        cat.table(kind).update(rows)
+    for path in overrides:
+        for kind, rows in _load_cached(str(Path(path).resolve())).items():
+            cat.table(kind).update(rows)
+    problems = cat.check_references()
+    if problems:
+        raise InputError(problems, source="catalog")
+    return cat

@@ -1,0 +1,300 @@
+"""The scenario file: pydantic models, strict (unknown keys are errors, with "did you mean").
+
+A scenario is global settings (horizon, site, policy, budget, solver) and a list of jobs, each one of
+five stages: serve, finetune, pretrain, rl, edge. Defaults are documented on each field; `plan
+schema` prints the JSON Schema built from these models.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner.data.catalog import Acquisition, Model, Offer
+from planner.data.errors import InputError, Problem
+from planner.data.yamlio import Lines, load_yaml, read_text
+
+ServePrecision = Literal["bf16", "fp8", "int8", "int4", "fp4"]
+KVPrecision = Literal["bf16", "fp8", "int8"]
+Positive = Annotated[float, Field(gt=0, le=1e6)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=True)
+
+
+class Site(Strict):
+    ownership: Literal["on-prem", "colo", "cloud", "hybrid"] = Field(
+        "cloud", description="where owned hardware would live; 'cloud' still allows buying if policy does")
+    power_usd_per_kwh: float = Field(0.12, ge=0, le=10, description="electricity price, USD per kWh")
+    pue: float = Field(1.3, ge=1, le=5, description="power usage effectiveness of the site")
+    kind: Literal["datacenter", "office"] = Field(
+        "datacenter", description="'datacenter' buys rack servers only (GeForce and workstation "
+                                  "licences and form factors do not belong there); 'office' also buys workstations")
+    cooling: Literal["air", "liquid"] = Field(
+        "liquid", description="'air' excludes liquid-cooled systems; 'liquid' allows both")
+    power_cap_kw: Optional[float] = Field(None, gt=0, le=1e7, description="IT power available to owned systems, kW")
+    hosting_usd_per_kw_year: float = Field(
+        1800, ge=0, le=1e6, description="space, networking and staff per kW of owned IT load per year "
+                                "(colocation list prices run about $150/kW-month)")
+    support_fraction_per_year: float = Field(
+        0.08, ge=0, le=1, description="vendor support and spares per year, as a share of purchase price")
+
+
+class Policy(Strict):
+    acquisition: list[Acquisition] = Field(
+        default_factory=lambda: ["buy", "on-demand", "reserved-1y", "reserved-3y"],
+        description="acquisition modes the plan may use")
+    providers: Optional[list[str]] = Field(None, description="only these providers (None: any)")
+    exclude_providers: list[str] = Field(default_factory=list)
+    accelerators: Optional[list[str]] = Field(None, description="only these accelerator ids (None: any)")
+    exclude_accelerators: list[str] = Field(default_factory=list)
+    stacks: Optional[list[Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]]] = Field(
+        None, description="software stacks the team can run (None: any)")
+    redundancy: Literal["none", "n+1"] = Field(
+        "none", description="n+1: every serving job still meets demand with any one system down")
+    spot_for_serving: bool = Field(False, description="allow interruptible spot capacity for serving")
+    discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases")
+    max_systems_per_offer: int = Field(512, ge=1, le=1_000_000, description="upper bound per offer when none is listed")
+
+
+class YearBudget(Strict):
+    year: int = Field(ge=1)
+    usd: Optional[float] = Field(None, ge=0, le=1e13)
+    capex_usd: Optional[float] = Field(None, ge=0, le=1e13)
+    opex_usd: Optional[float] = Field(None, ge=0, le=1e13)
+
+
+class Budget(Strict):
+    usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on annualised cost per year")
+    capex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on purchases paid per year")
+    opex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on rentals, power, hosting")
+    years: list[YearBudget] = Field(default_factory=list, description="per-year caps (multi-year plans)")
+    mode: Literal["min-cost", "max-coverage"] = Field(
+        "min-cost", description="max-coverage: serve as much weighted demand as the budget allows")
+
+
+class PriceOverride(Strict):
+    offer: str
+    price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6)
+    purchase_usd: Optional[float] = Field(None, gt=0, le=1e10)
+    useful_life_years: Optional[float] = Field(None, gt=0, le=50)
+    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000)
+
+
+class HardwareTrend(Strict):
+    accelerator: str = Field("*", description="accelerator id, or '*' for every accelerator")
+    price_decline_per_year: float = Field(0.0, ge=0, lt=1, description="fraction per year")
+    available_from_year: int = Field(1, ge=1)
+    resale_fraction: float = Field(0.0, ge=0, le=1, description="of purchase price at end of life")
+
+
+class Solver(Strict):
+    time_limit_s: float = Field(60, gt=0, le=3600)
+    gap: float = Field(0.001, ge=0, le=1, description="relative optimality gap accepted")
+    threads: int = Field(1, ge=1, le=64)
+
+
+class JobBase(Strict):
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$")
+    model: str
+    priority: float = Field(1.0, gt=0, le=1e6, description="weight in max-coverage mode")
+    growth_per_year: float = Field(0.0, ge=-0.9, le=10, description="demand growth per year, fraction")
+    demand_multipliers: Optional[list[Positive]] = Field(None, description="per-year demand factors")
+
+
+class ServeJob(JobBase):
+    stage: Literal["serve"]
+    precision: ServePrecision = "bf16"
+    kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8, else bf16")
+    context_tokens: int = Field(4096, ge=1, le=10_000_000, description="KV held per concurrent user")
+    input_tokens: Optional[int] = Field(None, ge=1, description="prompt tokens per request that are not "
+                                       "already cached (default: an eighth of the context, "
+                                       "a chat turn with some retrieved text)")
+    output_tokens: int = Field(512, ge=1, le=1_000_000)
+    concurrent_users: int = Field(ge=1, le=100_000_000)
+    min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000)
+    max_ttft_s: Optional[float] = Field(None, gt=0, le=3600)
+    hours_per_day: float = Field(24.0, gt=0, le=24)
+    latency_critical: bool = Field(False, description="never on spot; no shared hours")
+
+    @model_validator(mode="after")
+    def _tokens(self):
+        if self.kv_precision is None:
+            self.kv_precision = "fp8" if self.precision in ("fp8", "fp4") else "bf16"
+        if self.input_tokens is None:
+            self.input_tokens = max(1, self.context_tokens // 8)
+        if self.input_tokens + self.output_tokens > self.context_tokens * 2:
+            raise ValueError(f"input_tokens + output_tokens ({self.input_tokens + self.output_tokens}) "
+                             f"far exceed context_tokens ({self.context_tokens}); raise context_tokens")
+        return self
+
+
+class FinetuneJob(JobBase):
+    stage: Literal["finetune"]
+    method: Literal["full", "lora", "qlora"] = "lora"
+    dataset_tokens: float = Field(ge=1, le=1e15)
+    epochs: float = Field(1.0, gt=0, le=1000)
+    runs_per_year: float = Field(1.0, gt=0, le=10_000)
+    max_hours_per_run: float = Field(72.0, gt=0, le=24 * 365)
+    sequence_tokens: int = Field(2048, ge=128, le=1_000_000)
+    lora_rank: int = Field(16, ge=1, le=4096)
+
+
+class PretrainJob(JobBase):
+    stage: Literal["pretrain"]
+    training_tokens: float = Field(ge=1, le=1e16)
+    max_days: float = Field(90.0, gt=0, le=3650)
+    runs_per_year: float = Field(1.0, gt=0, le=100)
+    precision: Literal["bf16", "fp8"] = "bf16"
+    sequence_tokens: int = Field(8192, ge=128, le=1_000_000)
+
+
+class RLJob(JobBase):
+    stage: Literal["rl"]
+    method: Literal["full", "lora"] = "full"
+    rollout_tokens_per_s: float = Field(gt=0, le=1e9, description="generated tokens per second, all rollouts")
+    rollout_context_tokens: int = Field(16384, ge=1, le=10_000_000)
+    min_tokens_per_s_per_rollout: float = Field(20.0, ge=0.1, le=100_000)
+    precision: ServePrecision = "bf16"
+    train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
+    hours_per_day: float = Field(24.0, gt=0, le=24)
+
+
+class EdgeJob(JobBase):
+    stage: Literal["edge"]
+    devices: int = Field(1, ge=1, le=10_000_000, description="units to deploy, one model per unit")
+    device: Literal["robot", "desk", "phone", "any"] = "any"
+    precision: ServePrecision = "fp4"
+    context_tokens: int = Field(4096, ge=1, le=10_000_000)
+    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000)
+    max_power_w: Optional[float] = Field(None, gt=0, le=1e6)
+
+
+Job = Annotated[Union[ServeJob, FinetuneJob, PretrainJob, RLJob, EdgeJob], Field(discriminator="stage")]
+
+
+class Scenario(Strict):
+    name: str = Field(min_length=1, max_length=120)
+    description: str = ""
+    horizon_years: int = Field(1, ge=1, le=20)
+    catalog: Optional[str] = Field(None, description="a catalog folder or file overriding the bundled one")
+    site: Site = Field(default_factory=Site)
+    policy: Policy = Field(default_factory=Policy)
+    budget: Budget = Field(default_factory=Budget)
+    prices: list[PriceOverride] = Field(default_factory=list, description="override catalog offers by id")
+    offers: list[Offer] = Field(default_factory=list, description="extra offers (quotes you hold)")
+    models: list[Model] = Field(default_factory=list, description="models defined inline")
+    trends: list[HardwareTrend] = Field(default_factory=list, description="multi-year price/availability")
+    solver: Solver = Field(default_factory=Solver)
+    jobs: list[Job] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self):
+        seen = set()
+        for job in self.jobs:
+            if job.name in seen:
+                raise ValueError(f"two jobs are named '{job.name}'; job names must be unique")
+            seen.add(job.name)
+        return self
+
+    @property
+    def multi_year(self) -> bool:
+        return self.horizon_years > 1 and (
+            any(j.growth_per_year or j.demand_multipliers for j in self.jobs)
+            or bool(self.trends) or bool(self.budget.years))
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+STAGES = {"serve": ServeJob, "finetune": FinetuneJob, "pretrain": PretrainJob, "rl": RLJob, "edge": EdgeJob}
+
+
+def _fields_at(loc: tuple) -> list[str]:
+    """Field names valid where the unknown key `loc[-1]` was written (for 'did you mean')."""
+    current: type[BaseModel] | None = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if part in STAGES:
+            current = STAGES[part]
+            continue
+        field = current.model_fields.get(part) if current else None
+        if field is None:
+            return []
+        args = getattr(field.annotation, "__args__", None) or (field.annotation,)
+        current = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return list(current.model_fields) if current else []
+
+
+def _line_for(loc: tuple, lines: Lines) -> int | None:
+    path = tuple(p for p in loc if p not in STAGES)
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+def _problem(err: dict, lines: Lines, where: str) -> Problem:
+    loc = tuple(err["loc"])
+    clean = tuple(p for p in loc if p not in STAGES)
+    field_path = ".".join(str(p) for p in clean) or "(top level)"
+    line = _line_for(loc, lines)
+    at = f"{where}:{line}" if line else where
+    kind, msg = err["type"], err["msg"]
+    hint = ""
+    if kind == "extra_forbidden":
+        choices = _fields_at(loc)
+        close = difflib.get_close_matches(str(loc[-1]), choices, n=1, cutoff=0.6)
+        msg = f"unknown key '{loc[-1]}'"
+        hint = f"did you mean '{close[0]}'?" if close else (
+            "remove it; allowed here: " + ", ".join(choices) if choices else "remove it")
+    elif kind == "missing":
+        hint = f"add '{loc[-1]}' (see `plan schema`)"
+    elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
+        msg = "job 'stage' is missing or unknown"
+        hint = "set stage to one of: serve, finetune, pretrain, rl, edge"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        ctx = err.get("ctx", {})
+        bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
+                 "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
+        hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
+    elif kind == "finite_number":
+        hint = "use an ordinary number (NaN and infinity are not allowed)"
+    elif kind == "int_parsing_size":
+        msg = f"{err.get('input')!r} is out of range"
+        hint = "use a realistic count (see `plan schema` for each field's limits)"
+    elif kind in ("int_parsing", "float_parsing", "int_type", "float_type", "int_from_float"):
+        hint = "write a plain number, like 200 or 1.5e6" + (" (a whole number here)" if "int" in kind else "")
+    elif kind in ("model_type", "dict_type"):
+        hint = "write a mapping of key: value lines here"
+    elif kind == "list_type":
+        hint = "write a list ('- item' lines) here"
+    return Problem(f"{field_path}: {msg}", at, hint)
+
+
+def parse_scenario(data: object, lines: Lines, where: str) -> Scenario:
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise InputError(Problem(f"the top level is a {kind}, not a mapping", f"{where}:1",
+                                 "start with 'name: ...' and 'jobs:' keys (see scenarios/bank.yaml)"))
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise InputError([_problem(e, lines, where) for e in exc.errors()])
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, parse and validate a scenario file; every problem is an InputError (exit 2)."""
+    path = Path(path)
+    text = read_text(path)
+    data, lines = load_yaml(text, str(path))
+    scenario = parse_scenario(data, lines, str(path))
+    if scenario.catalog and not Path(scenario.catalog).is_absolute():
+        scenario.catalog = str((path.parent / scenario.catalog).resolve())
+    return scenario
+

@@ -1,0 +1,77 @@
+"""Per-year data of a multi-year scenario: hardware trends, demand factors, yearly budget caps, and
+the checks of per-year settings against the horizon. Plain Python: no solver here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.data.catalog import Offer
+from planner.data.errors import InputError, Problem
+from planner.data.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Trend:
+    decline: float = 0.0
+    available_from: int = 1
+    resale_fraction: float = 0.0
+
+
+def trend_for(s: Scenario, accelerator: str) -> Trend:
+    """The trend of one accelerator: '*' rows first, then its own row's explicitly set fields."""
+    names = {"price_decline_per_year": "decline", "available_from_year": "available_from",
+             "resale_fraction": "resale_fraction"}
+    got: dict = {}
+    for star in (True, False):
+        for t in s.trends:
+            if (t.accelerator == "*") == star and (star or t.accelerator == accelerator):
+                got.update({names[f]: getattr(t, f) for f in (names if star else t.model_fields_set & names.keys())})
+    return Trend(**got)
+
+
+def demand_factor(job, year: int) -> float:
+    if job.demand_multipliers:
+        return job.demand_multipliers[year - 1]
+    return (1.0 + job.growth_per_year) ** (year - 1)
+
+
+def check_multiyear(s: Scenario) -> None:
+    """Per-year settings that only make sense against the horizon; every problem at once (exit 2)."""
+    problems = []
+    for i, j in enumerate(s.jobs):
+        if j.demand_multipliers and len(j.demand_multipliers) < s.horizon_years:
+            problems.append(Problem(
+                f"demand_multipliers has {len(j.demand_multipliers)} value(s) for {s.horizon_years} years",
+                f"jobs.{i}.demand_multipliers ({j.name})", "give one factor per year, year 1 first"))
+        if j.demand_multipliers and j.growth_per_year:
+            problems.append(Problem("both growth_per_year and demand_multipliers are set", f"jobs.{i} ({j.name})",
+                                    "keep one: a yearly rate or one factor per year"))
+    seen = set()
+    for i, yb in enumerate(s.budget.years):
+        if yb.year > s.horizon_years:
+            problems.append(Problem(f"year {yb.year} is beyond horizon_years ({s.horizon_years})",
+                                    f"budget.years.{i}.year", "remove it or raise horizon_years"))
+        if yb.year in seen:
+            problems.append(Problem(f"year {yb.year} has two budget entries", f"budget.years.{i}.year",
+                                    "merge them into one"))
+        seen.add(yb.year)
+    if problems:
+        raise InputError(problems)
+
+
+def year_caps(s: Scenario, year: int) -> dict[str, tuple[float, str]]:
+    """{'usd'|'capex'|'opex': (cap, the field a user edits)} for one year, cash view."""
+    out = {}
+    entry = next(((i, yb) for i, yb in enumerate(s.budget.years) if yb.year == year), None)
+    for key, own, wide in (("usd", "usd", "usd_per_year"), ("capex", "capex_usd", "capex_usd_per_year"),
+                           ("opex", "opex_usd", "opex_usd_per_year")):
+        if entry and getattr(entry[1], own) is not None:
+            out[key] = (getattr(entry[1], own), f"budget.years.{entry[0]}.{own}")
+        elif getattr(s.budget, wide) is not None:
+            out[key] = (getattr(s.budget, wide), f"budget.{wide}")
+    return out
+
+
+def life_years(o: Offer) -> int:
+    return max(1, int(math.floor(o.useful_life_years + 0.5)))

@@ -1,0 +1,146 @@
+"""Why there is no plan: a job no option can run (the closest miss, from the physics), or an elastic
+copy of the MILP (penalised shortfall per constraint family: budget, capex, opex, site power,
+demand) that names what to relax and by how much; suggested values are rounded up so that
+re-planning with them finds a plan."""
+
+from __future__ import annotations
+
+import math
+
+from planner.data.errors import Diagnosis, SolverError
+from planner.data.scenario import Scenario
+from planner.data.years import year_caps
+from planner.explain.three_checks import closest_miss
+from planner.milp import fleet as model
+from planner.milp import years as year_model
+from planner.milp.readout import r2
+from planner.milp.solve import solve
+from planner.options.types import Demand, Options
+
+
+def unplaceable(opts: Options) -> list[Demand]:
+    """Demands no option can meet at all (before any solve)."""
+    out = []
+    for dk, d in opts.demands.items():
+        lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
+        if not lists.get(dk):
+            out.append(d)
+    return out
+
+
+def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None = None, cat=None) -> Diagnosis:
+    """Why no accelerator can run a job: the one that comes closest, with its number (from the
+    physics), then every accelerator's reason."""
+    lines, relax = [], []
+    for d in missing:
+        reasons = opts.why_not.get(d.key, {})
+        closest = closest_miss(d, s, cat, opts) if s is not None and cat is not None else None
+        if closest:
+            lines.append(f"job '{d.key}': {closest[0]}")
+            relax.append(closest[1])
+        elif _demand_rules(d, opts):
+            rules = _demand_rules(d, opts)
+            lines.append(f"job '{d.key}': the policy allows offers, but none this job may use: " + "; ".join(rules))
+            relax.append({"family": "policy", "constraint": d.key,
+                          "message": "allow other offers for it: " + "; ".join(rules)})
+        else:
+            lines.append(f"job '{d.key}': no accelerator in the catalog and policy can run it")
+            relax.append({"family": "options", "constraint": d.key,
+                          "message": "relax the job's targets (speed, TTFT, deadline), its precision, "
+                                     "or the policy's allowed acquisition modes, providers and stacks"})
+        for acc, why in sorted(reasons.items())[:40]:
+            lines.append(f"  {acc}: {why}")
+    return Diagnosis("\n".join(lines), relax)
+
+
+def _demand_rules(d: Demand, opts: Options) -> list[str]:
+    """The per-job offer rules (options.demand_offer_exclusion) that left some accelerator with no
+    option for d: spot not for serving, no workstation bought for a data center, edge units bought."""
+    ruled = set(opts.ineligible.get(d.key, {}).values())
+    return sorted({r for why in opts.why_not.get(d.key, {}).values() for r in why.split("; ") if r in ruled})
+
+
+DIAGNOSIS_GAP = 1e-5  # the elastic optimum is the smallest relaxation; keep it tight
+
+
+def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
+    """Solve the elastic model; each non-zero slack is one relaxation with its size."""
+    fm = model.build(s, cat, opts, elastic=True)
+    res = solve(fm, time_limit_s=time_limit_s, gap=min(s.solver.gap, DIAGNOSIS_GAP))
+    if not res.ok:
+        raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
+    relax = []
+    for family, v in sorted(fm.slack.items()):
+        amount = res.values.get(v.name, 0.0)
+        if amount <= 1e-6:
+            continue
+        if family == "power":
+            cap = s.site.power_cap_kw
+            new = math.ceil((cap + amount) * 100 - 1e-6) / 100
+            relax.append({"family": "power", "constraint": "site.power_cap_kw", "shortfall": round(amount, 3),
+                          "unit": "kW", "current": cap, "suggested": new,
+                          "message": f"power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
+                                     f"{cap:,.1f} to {new:,.2f})"})
+        else:
+            field = {"budget": "usd_per_year", "capex": "capex_usd_per_year", "opex": "opex_usd_per_year"}[family]
+            cap = getattr(s.budget, field)
+            new = float(math.ceil(cap + amount - 1e-6))
+            relax.append({"family": "budget", "constraint": f"budget.{field}", "shortfall": round(amount, 2),
+                          "unit": "USD per year", "current": cap, "suggested": new,
+                          "message": f"budget short by ${amount:,.0f}/yr (raise budget.{field} from "
+                                     f"${cap:,.0f} to ${new:,.0f})"})
+    for dk, v in sorted(fm.unserved.items()):
+        share = res.values.get(v.name, 0.0)
+        if share <= 1e-6:
+            continue
+        d = opts.demands[dk]
+        what = f"{share * d.users:,.0f} of {d.users:,} users" if d.kind == "serve" else f"{share:.0%} of its runs"
+        relax.append({"family": "demand", "constraint": dk, "shortfall": round(share, 6), "unit": "share",
+                      "message": f"job '{dk}' cannot be fully met: {what} unserved even with the "
+                                 "budget and power relaxed (availability caps or redundancy bind)"})
+    if not relax:
+        relax.append({"family": "unknown", "constraint": "", "message":
+                      "the elastic model found a plan without relaxing anything; rerun with a longer "
+                      "solver.time_limit_s"})
+    summary = "no plan meets every constraint. What to relax:\n" + "\n".join("  - " + r["message"] for r in relax)
+    return Diagnosis(summary, relax)
+
+
+FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
+
+
+def diagnose_years(s: Scenario, cat, opts, time_limit_s=None) -> Diagnosis:
+    """The elastic multi-year model: each year's budget or power shortfall, or unmeetable demand."""
+    ym = year_model.build(s, cat, opts, elastic=True)
+    res = solve(ym, time_limit_s=time_limit_s)
+    if not res.ok:
+        raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
+    relax = []
+    for (family, t), v in sorted(ym.slack.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        amount = res.values.get(v.name, 0.0)
+        if amount <= 1e-6:
+            continue
+        if family == "power":
+            cap = s.site.power_cap_kw
+            relax.append({"family": "power", "year": t, "constraint": "site.power_cap_kw", "shortfall": r2(amount, 3),
+                          "unit": "kW", "suggested": r2(cap + amount, 3),
+                          "message": f"year {t}: power cap needs +{amount:,.1f} kW (raise site.power_cap_kw "
+                                     f"from {cap:,.1f} to {cap + amount:,.1f})"})
+            continue
+        cap, where = year_caps(s, t)[family]
+        relax.append({"family": "budget", "year": t, "constraint": where, "shortfall": r2(amount),
+                      "unit": "USD", "suggested": r2(cap + amount),
+                      "message": f"year {t}: {FAMILY_WORDS[family]} budget short by ${amount:,.0f} (raise {where} from "
+                                 f"${cap:,.0f} to ${cap + amount:,.0f}, or set budget.mode: max-coverage "
+                                 "to serve what the budget allows)"})
+    for (dk, t), v in sorted(ym.unserved.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        share = res.values.get(v.name, 0.0)
+        if share > 1e-6:
+            relax.append({"family": "demand", "year": t, "constraint": dk, "shortfall": r2(share, 6),
+                          "unit": "share", "message": f"year {t}: job '{dk}' cannot be fully met ({share:.0%} "
+                                                      "unserved even with budgets and power relaxed)"})
+    if not relax:
+        relax.append({"family": "unknown", "constraint": "", "message": "the elastic model found a plan without "
+                      "relaxing anything; rerun with a longer solver.time_limit_s"})
+    return Diagnosis("no plan meets every constraint. What to relax:\n"
+                     + "\n".join("  - " + r["message"] for r in relax), relax)

@@ -1,0 +1,223 @@
+"""Explanations: why a plan is what it is, and what to relax when there is none.
+
+The chain of "because" for a plan: each placement's binding resource with its numbers (why); the
+binding constraint families with their prices in the user's units (shadow.py: LPs with the fleet
+fixed, and the LP relaxation for long-run prices; whynot.py: re-planned finite differences for caps
+and targets); every unused catalog accelerator with the reason it cannot serve or the extra cost of
+using it; the next-best distinct fleet; and the seeds' three checks per job (runit.py).
+
+diagnose(): an elastic copy of the MILP (penalised shortfall per constraint family: budget, capex,
+opex, site power, demand) names what to relax and by how much; the suggested values are rounded up
+so that re-planning with them finds a plan.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from planner.explain import prices as shadow
+from planner.explain import three_checks as runit
+from planner.explain import whynot
+
+# --- the explanation rows: binding constraint families with prices -------------------------------
+
+def _usd(x: float, digits: int = 0) -> str:
+    return f"-${abs(x):,.{digits}f}" if x < 0 else f"${x:,.{digits}f}"
+
+
+def _got(outcomes: dict, key: tuple) -> dict | None:
+    got = outcomes.get(key)
+    return None if got is None or got["status"] == "skipped" else got
+
+
+def _row(family, constraint, binding, price, unit, message, basis) -> dict:
+    return {"family": family, "constraint": constraint, "binding": bool(binding),
+            "shadow_price": None if price is None else round(price, 4), "unit": unit, "message": message,
+            "basis": basis}
+
+
+def _demand_rows(s, fm, res, short, long) -> list[dict]:
+    jobs = {j.name: j for j in s.jobs}
+    rows = []
+    for dk, d in sorted(fm.options.demands.items()):
+        job = jobs[d.job]
+        sr = short.demand.get(dk) if short.ok else None
+        lr = long.demand.get(dk) if long.ok else None
+        tail = f" Long run, buying capacity as needed (LP relaxation, capital included): {_usd(lr, 2)}" if lr is not None else ""
+        if d.kind == "serve":
+            rl = job.stage == "rl"
+            what = "concurrent rollout" if rl else "concurrent user"
+            demand_row = fm.rows[("demand", dk)]
+            supply = d.users + shadow.room(demand_row, res.values)
+            worst = [d.users + shadow.room(c, res.values) for (f, e), c in sorted(fm.rows.items())
+                     if f == "redundancy" and e.rsplit("|", 1)[0] == dk]
+            down = f" ({min(worst):,.0f} with one system down)" if worst else ""
+            price = "-" if sr is None else _usd(sr, 2)
+            msg = (f"one more {what} on '{job.name}' costs {price}/yr with the fleet you own (busy power or "
+                   f"hourly rent for part of a replica); the plan serves {supply:,.0f}{down} for {d.users:,} "
+                   f"needed.{tail} per {what}-year.")
+            rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),
+                             short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
+        elif d.kind == "batch":
+            unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
+            msg = (f"one more run of '{dk}' costs {'-' if sr is None else _usd(sr, 2)} with the fleet you own"
+                   f" ({d.runs_per_year:g} a year planned).{tail} per run.")
+            rows.append(_row("demand", f"jobs.{job.name}.runs_per_year", short.tight.get(dk, False), sr, unit,
+                             msg, "short-run"))
+        else:
+            msg = (f"one more device for '{job.name}' costs {'-' if lr is None else _usd(lr, 2)} per year "
+                   f"(LP relaxation: its share of purchase and support); {d.units:,} planned.")
+            rows.append(_row("demand", f"jobs.{job.name}.devices", True, lr, "USD per year per device", msg,
+                             "long-run"))
+    return rows
+
+
+def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
+    rows = []
+    for oid, delta in sorted(more.items()):
+        n = fleet[("n", oid)]
+        system = fm.system_of(oid)
+        o = fm.offer(oid)
+        per = system.accelerators * n
+        row = fm.rows.get(("capacity", oid)) or fm.rows.get(("hours", oid))
+        binding = row is not None and shadow.is_tight(row, res.values)
+        busy = ""
+        if ("capacity", oid) in fm.rows:
+            busy = f"; {per - shadow.room(fm.rows[('capacity', oid)], res.values):g} of {per} accelerators busy at peak"
+        fixed = shadow.fixed_cost_per_system(fm, oid)
+        if delta is None:
+            tail = "; its upper bound (the offer's availability or the site's power) allows no more"
+        else:
+            tail = (f"; one more would add {_usd(fixed)}/yr of fixed costs and save {_usd(fixed - delta)}/yr of "
+                    f"running costs at today's demand: net {'+' if delta >= 0 else ''}{_usd(delta)}/yr")
+        rows.append(_row("systems", oid, binding, delta, "USD per year per extra system",
+                         f"{system.id} ({o.acquisition}, {o.provider}): {n} held{busy}{tail}", "short-run"))
+    return rows
+
+
+def _cap_rows(plan, s, outcomes, long) -> list[dict]:
+    base = plan["total_cost_usd_per_year"]
+    tol = max(1.0, s.solver.gap * base)
+    rows = []
+    got = _got(outcomes, ("cap", "power"))
+    if got is not None:
+        cap = s.site.power_cap_kw
+        used = sum(f["power_kw"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
+        lp = long.rows.get(("power", "site")) if long.ok else None
+        lp_text = f"; LP relaxation: {_usd(-lp)} per kW-year" if lp else ""
+        if got.get("cost") is not None and got["cost"] < base - tol and got["power_kw"] > cap:
+            price = (got["cost"] - base) / (got["power_kw"] - cap)
+            msg = (f"site power binds: the plan draws {used:,.1f} of {cap:,.1f} kW; with +{got['power_kw'] - cap:,.1f} kW "
+                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_usd(base - got['cost'])}/yr less: "
+                   f"{_usd(-price)} per extra kW-year (re-planned){lp_text}")
+            rows.append(_row("power", "site.power_cap_kw", True, price, "USD per year per kW", msg, "re-planned"))
+        else:
+            rows.append(_row("power", "site.power_cap_kw", False, 0.0, "USD per year per kW",
+                             f"site power does not bind: the plan draws {used:,.1f} of {cap:,.1f} kW and more "
+                             "power would not change it", "re-planned"))
+    for name in ("usd_per_year", "capex_usd_per_year", "opex_usd_per_year"):
+        got = _got(outcomes, ("cap", name))
+        if got is None:
+            continue
+        cap = getattr(s.budget, name)
+        constraint = f"budget.{name}"
+        if s.budget.mode == "max-coverage" and name == "usd_per_year":
+            unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
+            if got.get("cost") is not None and unserved > got["unserved_users"] + 1e-6:
+                extra = got["cost"] - base
+                price = extra / (unserved - got["unserved_users"])
+                rows.append(_row("budget", constraint, True, price, "USD per year per extra user served",
+                                 f"the budget binds: {unserved:,.0f} users go unserved; {_usd(extra)}/yr more "
+                                 f"serves {unserved - got['unserved_users']:,.0f} of them ({_usd(price)} per user-year)",
+                                 "re-planned"))
+                continue
+        capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
+        opex = base - plan["cost_breakdown_usd_per_year"].get("capital", 0.0)
+        use = {"usd_per_year": base, "capex_usd_per_year": capex, "opex_usd_per_year": opex}[name]
+        if got.get("cost") is not None and got["cost"] < base - tol:
+            free_use = got["capex"] if name.startswith("capex") else got["opex"]
+            price = (got["cost"] - base) / max(free_use - cap, 1e-9)
+            rows.append(_row("budget", constraint, True, price, "USD per year per USD of budget",
+                             f"{constraint} binds at {_usd(cap)}: raising it to {_usd(free_use)} lowers the yearly "
+                             f"cost by {_usd(base - got['cost'])} ({_usd(-price, 2)} per dollar, re-planned)",
+                             "re-planned"))
+        else:
+            spare = f": the plan uses {_usd(use)} of {_usd(cap)}/yr ({_usd(cap - use)} headroom)"
+            rows.append(_row("budget", constraint, False, 0.0, "USD per year per USD of budget",
+                             f"{constraint} does not bind{spare}; more budget would not change the plan",
+                             "re-planned"))
+    got = _got(outcomes, ("cap", "redundancy"))
+    if got is not None:
+        if got.get("cost") is not None and got["cost"] < base - tol:
+            rows.append(_row("redundancy", "policy.redundancy", True, base - got["cost"], "USD per year",
+                             f"N+1 redundancy costs {_usd(base - got['cost'])}/yr: without it the cheapest fleet is "
+                             f"{whynot.fleet_text(got['fleet'])} at {_usd(got['cost'])}/yr", "re-planned"))
+        else:
+            rows.append(_row("redundancy", "policy.redundancy", False, 0.0, "USD per year",
+                             "N+1 redundancy costs nothing extra: the cheapest fleet already survives one "
+                             "system down", "re-planned"))
+    return rows
+
+
+def _target_rows(plan, s, outcomes) -> list[dict]:
+    base = plan["total_cost_usd_per_year"]
+    tol = max(1.0, s.solver.gap * base)
+    rows = []
+    for j in s.jobs:
+        got = _got(outcomes, ("target", j.name))
+        if got is None:
+            continue
+        t = j.min_tokens_per_s_per_user
+        t2 = t * (1 + whynot.TARGET_STEP)
+        constraint = f"jobs.{j.name}.min_tokens_per_s_per_user"
+        unit = "USD per year per tok/s of per-user target"
+        if got.get("cost") is None:
+            rows.append(_row("target", constraint, True, None, unit,
+                             f"no plan reaches {t2:,.1f} tok/s per user on '{j.name}' ({got['status']}): "
+                             f"the {t:g} tok/s target is at the edge of what the catalog and policy allow",
+                             "re-planned"))
+            continue
+        delta = got["cost"] - base
+        price = delta / (t2 - t)
+        if delta > tol:
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs +{_usd(delta)}/yr "
+                   f"({_usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}")
+        else:
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs nothing (re-planned: "
+                   f"{whynot.fleet_text(got['fleet'])} at the same yearly cost)")
+        rows.append(_row("target", constraint, delta > tol, price if delta > tol else 0.0, unit, msg, "re-planned"))
+    return rows
+
+
+# --- the whole explanation ------------------------------------------------------------------------
+
+def explain_placements(plan: dict, s, cat) -> None:
+    """Per-placement reasons ("why") and the seeds' three checks ("checks") for each job, in place
+    (what single-period and multi-year plans share), and the one-paragraph "summary"."""
+    jobs = {j.name: j for j in s.jobs}
+    for job in plan["jobs"]:
+        job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
+    plan["summary"] = runit.summary(plan, s)
+
+
+def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None) -> None:
+    """Add to the plan, in place: per-placement reasons ("why") and the three checks ("checks") per
+    job; "explanations" (binding families with prices), "alternatives" (why-not, one row per unused
+    catalog accelerator), "next_best" and a one-paragraph "summary". The plan's values were read
+    already, so the model may be re-solved here; every bound changed is restored."""
+    explain_placements(plan, s, cat)
+    limit = time_limit_s or s.solver.time_limit_s
+    variants = whynot.variants_for(plan, s, cat, fm, res)
+    fleet = shadow.decisions(fm, res)
+    with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
+        pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
+        short = shadow.short_run(fm, fleet, limit)
+        more = shadow.one_more_system(fm, fleet, short, limit)
+        long = shadow.long_run(fm, limit)
+        outcomes = pending.result()
+    plan["explanations"] = (_demand_rows(s, fm, res, short, long) + _target_rows(plan, s, outcomes)
+                            + _system_rows(plan, fm, res, fleet, more) + _cap_rows(plan, s, outcomes, long))
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes)
+    plan["next_best"] = whynot.next_best(plan, outcomes)
+    plan["summary"] = runit.summary(plan, s)

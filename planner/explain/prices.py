@@ -1,0 +1,159 @@
+"""Shadow prices of a plan, read from LPs: MILP duals are not reliable, so none is read directly.
+
+Short run, "the fleet you own": the owned systems n[o] and the binary placements b, z, e are fixed
+at the plan's values (lowBound = upBound); serving replicas y, hourly rentals r, batch shares x and
+N+1 losses m become continuous, and the LP is re-solved. The dual of a row is
+d(yearly cost) / d(right-hand side):
+  - serving demand d: users_d is the right-hand side of its demand row and of each of its N+1 rows,
+    so the price of one more concurrent user is the sum of those duals (USD per year per user):
+    busy power of a fraction of a replica on owned systems, or rent by the hour;
+  - batch demand d: the shares sum to 1, so the dual is the cost of all its runs; one more run
+    costs dual / runs_per_year.
+Long run, the LP relaxation (every integer relaxed, capital included): the same duals, labelled as
+such; a fractional fleet has no N+1 meaning, so these are averages, not quotes.
+Value of one more system of owned offer o: LP(n_o + 1) - LP(n_o): its fixed cost less the
+running cost it saves.
+Room of a row is computed here from its value and sense (the solvers' .slack signs differ), and a
+row whose dual CBC moved onto its only variable is read from that variable's reduced cost.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pulp
+
+from planner.milp.fleet import FleetModel
+from planner.milp.solve import SolveResult, solve
+
+FIXED_STORES = ("n", "b", "z", "e")
+EPS = 1e-6
+
+
+def decisions(fm: FleetModel, res: SolveResult) -> dict[tuple, int]:
+    """The plan's integer fleet decisions by (store, key): owned systems and binary placements."""
+    out = {}
+    for store in FIXED_STORES:
+        for key, v in getattr(fm, store).items():
+            out[(store, key)] = int(round(res.values.get(v.name, 0.0)))
+    return out
+
+
+@contextmanager
+def fixed(fm: FleetModel, values: dict[tuple, float]):
+    """Fix variables (by (store, key)) at values for the duration; bounds are restored after."""
+    saved = []
+    try:
+        for (store, key), val in sorted(values.items(), key=lambda kv: repr(kv[0])):
+            v = getattr(fm, store).get(key)
+            if v is None:
+                continue
+            saved.append((v, v.lowBound, v.upBound))
+            v.lowBound = v.upBound = val
+        yield fm
+    finally:
+        for v, lo, up in saved:
+            v.lowBound, v.upBound = lo, up
+
+
+def row_value(c, values: dict | None = None) -> float:
+    """lhs - rhs of a row, at the current variable values or at `values` (by variable name)."""
+    if values is None:
+        return c.value()
+    return sum(coef * values.get(v.name, 0.0) for v, coef in c.expr.items()) + c.constant
+
+
+def room(c, values: dict | None = None) -> float:
+    """How far a row is from binding (>= 0 when satisfied), from its sense, not from .slack."""
+    val = row_value(c, values) or 0.0
+    if c.sense == pulp.LpConstraintLE:
+        return -val
+    if c.sense == pulp.LpConstraintGE:
+        return val
+    return -abs(val)
+
+
+def is_tight(c, values: dict | None = None) -> bool:
+    return room(c, values) <= EPS * max(1.0, abs(c.constant))
+
+
+def dual(c) -> float:
+    """d(objective)/d(rhs) of a row after an LP solve; a one-variable row's dual may sit on the
+    variable's reduced cost (CBC presolve turns the row into a bound)."""
+    pi = c.pi or 0.0
+    if abs(pi) < EPS and len(c.expr) == 1 and is_tight(c):
+        (v, coef), = c.expr.items()
+        pi = (v.dj or 0.0) / coef if coef else 0.0
+    return pi
+
+
+@dataclass
+class LPPrices:
+    objective: float | None
+    status: str
+    demand: dict[str, float] = field(default_factory=dict)  # demand -> USD/yr per user | per run
+    tight: dict[str, bool] = field(default_factory=dict)  # demand -> any of its rows tight
+    rows: dict[tuple, float] = field(default_factory=dict)  # (family, entity) -> dual
+
+    @property
+    def ok(self) -> bool:
+        return self.objective is not None
+
+
+def _read(fm: FleetModel, res: SolveResult) -> LPPrices:
+    if not res.ok:
+        return LPPrices(None, res.status)
+    out = LPPrices(res.objective, res.status)
+    for key, c in sorted(fm.rows.items()):
+        out.rows[key] = dual(c)
+    for dk, d in sorted(fm.options.demands.items()):
+        mine = [key for key in fm.rows if (key[0] == "demand" and key[1] == dk)
+                or (key[0] == "redundancy" and key[1].rsplit("|", 1)[0] == dk)]
+        price = sum(out.rows[key] for key in mine)
+        if d.kind == "batch" and d.runs_per_year:
+            price /= d.runs_per_year
+        elif d.kind == "edge" and d.units:
+            price /= d.units
+        out.demand[dk] = price
+        out.tight[dk] = any(is_tight(fm.rows[key]) for key in mine)
+    return out
+
+
+def _lp(fm: FleetModel, time_limit_s: float | None) -> SolveResult:
+    return solve(fm, time_limit_s=time_limit_s, gap=0.0, mip=False)
+
+
+def short_run(fm: FleetModel, fleet: dict[tuple, int], time_limit_s: float | None = None) -> LPPrices:
+    """Prices with the fleet fixed (see the module docstring); `fleet` from decisions()."""
+    with fixed(fm, fleet):
+        return _read(fm, _lp(fm, time_limit_s))
+
+
+def long_run(fm: FleetModel, time_limit_s: float | None = None) -> LPPrices:
+    """Prices from the LP relaxation of the whole model (capital included)."""
+    return _read(fm, _lp(fm, time_limit_s))
+
+
+def fixed_cost_per_system(fm: FleetModel, oid: str) -> float:
+    v = fm.n[oid]
+    return sum(c for terms in fm.cost_terms.values() for c, var in terms if var is v)
+
+
+def one_more_system(fm: FleetModel, fleet: dict[tuple, int], base: LPPrices,
+                    time_limit_s: float | None = None) -> dict[str, float | None]:
+    """Owned offer in the fleet -> LP(n_o + 1) - LP(n_o), USD per year (None past its cap)."""
+    out: dict[str, float | None] = {}
+    if not base.ok:
+        return out
+    for (store, oid), count in sorted(fleet.items(), key=lambda kv: repr(kv[0])):
+        if store != "n" or count <= 0:
+            continue
+        up = fm.n[oid].upBound
+        if up is not None and count + 1 > up:
+            out[oid] = None
+            continue
+        with fixed(fm, {**fleet, ("n", oid): count + 1}):
+            res = _lp(fm, time_limit_s)
+        out[oid] = res.objective - base.objective if res.ok else None
+    return out

@@ -1,0 +1,223 @@
+"""The physical story of each job, in words with numbers (no solver here).
+
+- placement_reason: why one placement is sized as it is (memory, bandwidth, compute, latency...).
+- three_checks: the seeds' checks before signing: the regime of the job (which lever speeds it up),
+  "run it" (the exact model, precision, parallelism and stack to benchmark), and the unit cost.
+- summary: the plan in one paragraph, for a purchase memo.
+- closest_miss: when no accelerator can run a job, the one that comes closest, with its number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.data.money import unit_cost_text
+from planner.options import build as options
+from planner.physics import serving, training
+
+ENGINES = {"cuda": "vLLM or TensorRT-LLM", "rocm": "vLLM (ROCm) or SGLang", "xla": "vLLM-TPU or JetStream",
+           "neuron": "NxD Inference (vLLM on Neuron)", "gaudi": "vLLM-gaudi", "metal": "MLX or llama.cpp"}
+TRAINERS = {"lora": "Axolotl or torchtune", "qlora": "Axolotl or torchtune", "full": "torchtune or TorchTitan",
+            "pretrain": "Megatron-LM or TorchTitan"}
+TRAINERS_BY_STACK = {"xla": "MaxText (JAX)", "neuron": "NxD Training", "gaudi": "Optimum Habana"}
+LEVERS = {"bandwidth": "memory bandwidth or a lower precision speeds it up; more FLOPs do not",
+          "compute": "more FLOPs (a faster chip, FP8/FP4) speed it up; more bandwidth does not",
+          "interconnect": "a faster scale-up link or less tensor parallelism speeds it up",
+          "overhead": "fewer pipeline stages or larger batches amortise the fixed per-step cost",
+          "capacity": "more memory per accelerator (or lower precision) lets it use fewer accelerators"}
+VERBS = {"buy": "Buy", "on-demand": "Rent on demand", "spot": "Rent spot", "reserved-1y": "Reserve for 1 year",
+         "reserved-3y": "Reserve for 3 years"}
+
+
+def placement_reason(p: dict, job) -> str:
+    """The physical reason for one placement, with its numbers (replica totals)."""
+    n = p["accelerators_per_replica"]
+    if p.get("users_per_replica") is not None and job.stage in ("serve", "rl"):
+        weights, kv = p["weights_gb"] * n, p["kv_gb"] * n
+        used, cap = p["memory_gb_per_accelerator"] * n, p["memory_gb_capacity"] * n
+        target = getattr(job, "min_tokens_per_s_per_user", None) or getattr(job, "min_tokens_per_s_per_rollout", None)
+        tps = p["tokens_per_s_per_user"]
+        binds = {"memory": "memory binds (the KV cache fills it)", "batch-cap": "the engine's batch limit binds",
+                 "latency": "the per-user speed target binds"}.get(p["binding"], f"{p['binding']} binds")
+        ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
+        limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
+        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
+                f"PP{p['pipeline_parallel']}): {weights:,.1f} GB weights + {kv:,.1f} GB KV = {used:,.1f} of "
+                f"{cap:,.1f} usable GB; {binds} at {p['users_per_replica']:,} users per replica: "
+                f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
+                f" ({p['regime']}-bound){ttft}{limit}")
+    if p.get("hours_per_run") is not None:
+        deadline = getattr(job, "max_hours_per_run", None) or (getattr(job, "max_days", 0) * 24) or None
+        limit = f" against a {deadline:,g} h limit" if deadline else ""
+        return (f"{n}x {p['accelerator']} ({p['acquisition']}): {p['memory_gb_per_accelerator']:.1f} of "
+                f"{p['memory_gb_capacity']:.0f} GB per accelerator, {p['hours_per_run']:,.1f} h per run{limit}; "
+                f"{p['binding']} binds")
+    return (f"{p['replicas']:,}x {p['accelerator']}: {p['memory_gb_per_accelerator']:.1f} of "
+            f"{p['memory_gb_capacity']:.0f} GB, {p['tokens_per_s_per_user']:.1f} tok/s per device; {p['binding']} binds")
+
+
+def _engine(stack: str) -> str:
+    return ENGINES.get(stack, "your serving stack")
+
+
+def _trainer(method: str, stack: str) -> str:
+    return TRAINERS_BY_STACK.get(stack) or TRAINERS.get(method, "your training stack")
+
+
+def _run_it(p: dict, job, stack: str) -> str:
+    n, acc = p["accelerators_per_replica"], p["accelerator"]
+    if job.stage == "serve":
+        ttft = f" and first token within {job.max_ttft_s:g} s" if job.max_ttft_s else ""
+        return (f"benchmark {job.model} ({job.precision} weights, {job.kv_precision} KV) with {_engine(stack)} on "
+                f"{n}x {acc} ({p['system']}), TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, "
+                f"{p['users_per_replica']:,} concurrent sequences at {job.context_tokens:,}-token context "
+                f"({job.input_tokens:,} in, {job.output_tokens:,} out): expect at least "
+                f"{job.min_tokens_per_s_per_user:g} tok/s per user (planned {p['tokens_per_s_per_user']:.1f}){ttft}")
+    if job.stage == "rl" and p.get("users_per_replica") is not None:
+        return (f"benchmark rollouts of {job.model} ({job.precision}) with {_engine(stack)} on {n}x {acc}, "
+                f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, {p['users_per_replica']:,} concurrent "
+                f"rollouts at {job.rollout_context_tokens:,} tokens: expect {job.min_tokens_per_s_per_rollout:g} "
+                f"tok/s each (planned {p['tokens_per_s_per_user']:.1f})")
+    if p.get("hours_per_run") is not None:
+        method = "pretrain" if job.stage == "pretrain" else job.method
+        what = ("pretraining" if job.stage == "pretrain" else
+                f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
+        return (f"run {what} of {job.model} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
+                f"expect about {p['hours_per_run']:,.1f} h per run; count the days it takes to make it work")
+    return (f"run {job.model} at {job.precision} with {_engine(stack)} on one {acc} ({p['system']}): expect "
+            f"{job.min_tokens_per_s:g} tok/s (planned {p['tokens_per_s_per_user']:.1f})")
+
+
+def _unit_cost(job: dict) -> str:
+    return (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + \
+        " at the planned batch, capital, power and hosting included"
+
+
+def three_checks(job: dict, spec, cat) -> dict:
+    """Regime, run it, unit cost: the seeds' checks before signing, for one job of the plan."""
+    regimes, runs = [], []
+    for p in job["placements"]:
+        stack = cat.accelerators[p["accelerator"]].stack
+        regime = p.get("regime") or p["binding"]
+        text = f"on {p['accelerator']} the job is {regime}-bound: {LEVERS.get(regime, 'measure it')}"
+        if text not in regimes:
+            regimes.append(text)
+        run = _run_it(p, spec, stack)
+        if run not in runs:
+            runs.append(run)
+    return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job)}
+
+
+def summary(plan: dict, s) -> str:
+    """The recommendation in one paragraph."""
+    parts = [f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
+             f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})" for f in plan["fleet"]]
+    purchase = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
+    text = "; ".join(parts) or "Nothing to acquire"
+    text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
+    if purchase:
+        text += f" (${purchase:,.0f} up front)"
+    text += "."
+    nb = plan.get("next_best")
+    if nb and nb.get("cost_delta_usd_per_year") is not None:
+        text += f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${nb['cost_delta_usd_per_year']:,.0f} more per year."
+    binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
+    if binding:
+        text += " Binding: " + "; ".join(e["message"] for e in binding) + "."
+    return text
+
+
+def _fleet(fleet: list[dict]) -> str:
+    return " + ".join(f"{f['systems']}x {f['system']} ({f['acquisition']})" for f in fleet)
+
+
+# --- when no accelerator can run a job ----------------------------------------------------------
+
+def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
+    """The fastest single-user speed (or quickest first token) any allowed system reaches."""
+    rl = job.stage == "rl"
+    wl = options.rollout_workload(job) if rl else options.serve_workload(job)
+    target = job.min_tokens_per_s_per_rollout if rl else job.min_tokens_per_s_per_user
+    max_ttft = None if rl else job.max_ttft_s
+    fast = quick = None
+    for sid in sorted({o.system for o in opts.offers.values()}):
+        system = cat.systems[sid]
+        acc = cat.accelerators[system.accelerator]
+        max_tp = options.MAX_TP_MOE if m.is_moe else options.MAX_TP_DENSE
+        for tp in (2 ** k for k in range(12)):
+            if tp > min(system.scaleup_domain, max_tp):
+                break
+            for pp in (2 ** k for k in range(5)):
+                if pp > min(options.MAX_PP, m.layers) or options.replica_slots(tp * pp, system) is None:
+                    continue
+                est = serving.estimate(m, acc, wl, tp, pp, 1)
+                if not est.fits:
+                    continue
+                cand = (est.tokens_per_s_per_user, -tp * pp, acc.id, sid, tp, pp, est.ttft_ms / 1e3)
+                fast = max(fast, cand) if fast else cand
+                if est.tokens_per_s_per_user >= target:
+                    q = (-est.ttft_ms, -tp * pp, acc.id, sid, tp, pp, est.ttft_ms / 1e3)
+                    quick = max(quick, q) if quick else q
+    field = f"jobs.{job.name}." + ("min_tokens_per_s_per_rollout" if rl else "min_tokens_per_s_per_user")
+    if fast is None:
+        return None
+    tps, _, acc, sid, tp, pp, _ = fast
+    if tps < target:
+        new = math.floor(tps * 10) / 10
+        return (f"no accelerator reaches {target:,g} tok/s per user on {m.id} at {job.precision}: the fastest is "
+                f"{acc} ({sid}, TP{tp} PP{pp}) at {tps:,.1f} tok/s per user",
+                {"family": "target", "constraint": field, "current": target, "suggested": new,
+                 "message": f"lower {field} to at most {new:,.1f}, or use a lower precision"})
+    if quick is not None and max_ttft is not None:
+        *_, acc, sid, tp, pp, t = quick
+        new = math.ceil(t * 100) / 100
+        return (f"no configuration that reaches {target:g} tok/s per user gives a first token within "
+                f"{max_ttft:g} s on {m.id}: the quickest is {acc} ({sid}, TP{tp} PP{pp}) at {t:.2f} s",
+                {"family": "target", "constraint": f"jobs.{job.name}.max_ttft_s", "current": max_ttft,
+                 "suggested": new, "message": f"raise jobs.{job.name}.max_ttft_s to at least {new:.2f}, "
+                                              "or shorten input_tokens"})
+    return None
+
+
+def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
+    """The shortest run any allowed system reaches at any accelerator count."""
+    method = "pretrain" if job.stage == "pretrain" else ("lora" if job.stage == "rl" and job.method != "full"
+                                                        else job.method)
+    tokens = {"finetune": lambda: job.dataset_tokens * job.epochs, "pretrain": lambda: job.training_tokens,
+              "rl": lambda: job.train_tokens_per_day}[job.stage]()
+    seq = getattr(job, "sequence_tokens", 8192)
+    rank = getattr(job, "lora_rank", 16)
+    precision = job.precision if job.stage == "pretrain" else "bf16"
+    best = None
+    for sid in sorted({o.system for o in opts.offers.values()}):
+        system = cat.systems[sid]
+        acc = cat.accelerators[system.accelerator]
+        need = training.accelerators_min(m, acc, method, seq, rank)
+        for n in options.BATCH_COUNTS:
+            if need and n >= need and options.replica_slots(n, system) is not None:
+                est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+                cand = (-est.hours, -n, acc.id, sid, n, est.hours)
+                best = max(best, cand) if best else cand
+    if best is None:
+        return None
+    *_, acc, sid, n, hours = best
+    if hours <= d.max_hours_per_run:
+        return None
+    field = f"jobs.{job.name}." + ("max_days" if job.stage == "pretrain" else "max_hours_per_run")
+    new = math.ceil(hours / 24 * 10) / 10 if job.stage == "pretrain" else math.ceil(hours * 10) / 10
+    return (f"no accelerator finishes a run of '{job.name}' ({m.id}, {method}) within {d.max_hours_per_run:,g} h: "
+            f"the fastest is {n:,}x {acc} ({sid}) at {hours:,.1f} h per run",
+            {"family": "target", "constraint": field, "current": getattr(job, field.rsplit('.', 1)[1]),
+             "suggested": new, "message": f"raise {field} to at least {new:,g}"})
+
+
+def closest_miss(d, s, cat, opts) -> tuple[str, dict] | None:
+    """(message, relaxation) for a demand no option can meet, naming the accelerator that comes
+    closest with its number; None when the reasons are policy or stack (listed per accelerator)."""
+    job = next(j for j in s.jobs if j.name == d.job)
+    m = cat.models[job.model]
+    if d.kind == "serve":
+        return _serve_closest(job, d, m, s, cat, opts)
+    if d.kind == "batch":
+        return _batch_closest(job, d, m, s, cat, opts)
+    return None

@@ -1,0 +1,246 @@
+"""From a scenario to a plan: resolve the catalog, build options, solve, and read the answer out
+into the JSON contract (fleet, jobs with placements and unit costs, solver)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from planner.data.scenario import Scenario
+from planner.milp import fleet as model
+from planner.milp.solve import SolveResult
+from planner.options import build as options
+from planner.physics import costs
+
+HOURS = costs.HOURS_PER_YEAR
+
+
+def r2(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
+    """The solution with no idle rented system (model.trim_rentals), its objective lowered by the
+    rental cost that saves; idempotent."""
+    if not res.ok:
+        return res
+    values, saved = model.trim_rentals(fm, res.values)
+    if not saved:
+        return res
+    objective = None if res.objective is None else res.objective - saved
+    return dataclasses.replace(res, values=values, objective=objective)
+
+
+# --- reading the solution ------------------------------------------------------------------------
+
+def _val(res: SolveResult, var) -> float:
+    return res.values.get(var.name, 0.0)
+
+
+def _int(res: SolveResult, var) -> int:
+    return int(round(_val(res, var)))
+
+
+def cost_by_offer(fm: model.FleetModel, res: SolveResult) -> dict[str, float]:
+    """Yearly cost attributed to each offer (its fixed costs, busy power and rentals)."""
+    var_offer: dict[str, str] = {}
+    for oid, v in fm.n.items():
+        var_offer[v.name] = oid
+    for store in (fm.y, fm.x, fm.e):
+        for key, v in store.items():
+            var_offer[v.name] = key[2]
+    for (dk, oid), v in fm.r.items():
+        var_offer[v.name] = oid
+    out: dict[str, float] = defaultdict(float)
+    for terms in fm.cost_terms.values():
+        for coef, v in terms:
+            out[var_offer[v.name]] += coef * _val(res, v)
+    return out
+
+
+def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
+    res = trimmed(fm, res)
+    opts = fm.options
+    offer_cost = cost_by_offer(fm, res)
+    fleet = _fleet(fm, res, offer_cost)
+    usage = _usage(fm, res)  # offer -> demand -> accelerator-hours per year
+    jobs = []
+    for job in s.jobs:
+        keys = [dk for dk, d in opts.demands.items() if d.job == job.name]
+        placements = [p for dk in keys for p in _placements(fm, res, dk)]
+        cost = sum(_job_share(fm, res, oid, dk, usage, offer_cost) for dk in keys for oid in offer_cost)
+        jobs.append({"name": job.name, "stage": job.stage, "model": job.model,
+                     "cost_usd_per_year": r2(cost),
+                     "unit_cost": _unit_cost(job, cost, placements, fm, res, keys),
+                     "placements": placements,
+                     "unserved": _unserved(fm, res, keys)})
+    total = sum(offer_cost.values())
+    return {
+        "scenario": s.name,
+        "status": res.status,
+        "total_cost_usd_per_year": r2(total),
+        "horizon_years": s.horizon_years,
+        "total_cost_usd_over_horizon": r2(total * s.horizon_years),
+        "cost_breakdown_usd_per_year": {k: r2(sum(c * _val(res, v) for c, v in terms))
+                                        for k, terms in sorted(fm.cost_terms.items())},
+        "fleet": fleet,
+        "jobs": jobs,
+        "utilisation": _utilisation(fm, res, usage),
+        "solver": {"name": res.solver, "seconds": r2(res.seconds, 3), "gap": r2(res.gap, 6),
+                   "variables": len(fm.prob.variables()), "constraints": len(fm.rows),
+                   "pairs_pruned": fm.pairs_pruned},
+    }
+
+
+def _fleet(fm, res, offer_cost) -> list[dict]:
+    held: dict[str, int] = defaultdict(int)
+    for oid, v in fm.n.items():
+        held[oid] += _int(res, v)
+    for (dk, oid), v in fm.r.items():
+        held[oid] += _int(res, v)
+    for (dk, i, oid), v in fm.x.items():
+        if oid not in fm.n and _val(res, v) > 1e-6:
+            opt = fm.options.batch[dk][i]
+            per = fm.system_of(oid).accelerators
+            held[oid] = max(held[oid], max(1, -(-opt.accelerators // per)))
+    for (dk, i, oid), v in fm.e.items():
+        if _val(res, v) > 0.5:
+            held[oid] += fm.options.demands[dk].units
+    out = []
+    for oid in sorted(held, key=lambda o: (-offer_cost.get(o, 0), o)):
+        if held[oid] <= 0:
+            continue
+        o = fm.offer(oid)
+        system = fm.system_of(oid)
+        out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
+                    "provider": o.provider, "offer": oid, "systems": held[oid],
+                    "accelerators": held[oid] * system.accelerators,
+                    "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
+                    "purchase_usd": r2(o.purchase_usd * held[oid]) if o.acquisition == "buy" else None,
+                    "power_kw": r2(system.power_kw * held[oid]),
+                    "price_source": o.source, "price_as_of": o.as_of.isoformat()})
+    return out
+
+
+def _usage(fm, res) -> dict[str, dict[str, float]]:
+    use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for (dk, i, oid), v in fm.y.items():
+        d = fm.options.demands[dk]
+        use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * options.hours_per_year(d)
+    for (dk, i, oid), v in fm.x.items():
+        opt, d = fm.options.batch[dk][i], fm.options.demands[dk]
+        hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
+        use[oid][dk] += _val(res, v) * opt.accelerators * hours * d.runs_per_year
+    for (dk, i, oid), v in fm.e.items():
+        use[oid][dk] += _val(res, v)
+    return use
+
+
+def _job_share(fm, res, oid, dk, usage, offer_cost) -> float:
+    """An offer's cost split between demands by the accelerator-hours each uses."""
+    used = usage.get(oid, {})
+    total = sum(used.values())
+    if total <= 0:
+        return 0.0
+    return offer_cost[oid] * used.get(dk, 0.0) / total
+
+
+def _placements(fm, res, dk) -> list[dict]:
+    d = fm.options.demands[dk]
+    out = []
+    if d.kind == "serve":
+        for (k, i, oid), v in sorted(fm.y.items()):
+            reps = _int(res, v)
+            if k != dk or reps <= 0:
+                continue
+            out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, d.users))
+    elif d.kind == "batch":
+        for (k, i, oid), v in sorted(fm.x.items()):
+            share = _val(res, v)
+            if k != dk or share <= 1e-6:
+                continue
+            out.append(batch_placement(fm, oid, fm.options.batch[dk][i], dk, share, d.runs_per_year))
+    else:
+        for (k, i, oid), v in sorted(fm.e.items()):
+            if k != dk or _val(res, v) < 0.5:
+                continue
+            opt = fm.options.edge[dk][i]
+            out.append(_placement(fm, oid, opt, dk, replicas=d.units, users_per_replica=1, tp=1, pp=1,
+                                  per_replica=1, tps=opt.tokens_per_s, ttft=None, hours=None,
+                                  mem=opt.memory_gb, cap=opt.memory_gb_capacity, binding=opt.binding,
+                                  regime=opt.binding, extra={"power_w": r2(opt.power_w, 0)}))
+    return out
+
+
+def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int) -> dict:
+    """One serving placement of the JSON contract (shared by the one-year and multi-year readers)."""
+    return _placement(fm, oid, opt, dk, replicas=replicas, users_per_replica=opt.users_per_replica,
+                      tp=opt.tp, pp=opt.pp, per_replica=opt.accelerators_per_replica,
+                      tps=opt.tokens_per_s_per_user, ttft=opt.ttft_s, hours=None,
+                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
+                      binding=opt.binding, regime=opt.regime,
+                      extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb),
+                             "users_served": min(replicas * opt.users_per_replica, users_needed)})
+
+
+def batch_placement(fm, oid: str, opt, dk: str, share: float, runs_per_year: float) -> dict:
+    """One fine-tuning/training placement: its share of the runs, hours per run (spot restarts in)."""
+    return _placement(fm, oid, opt, dk, replicas=1, users_per_replica=None, tp=1, pp=1,
+                      per_replica=opt.accelerators, tps=None, ttft=None,
+                      hours=costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition),
+                      mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
+                      binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
+                      extra={"share_of_runs": r2(share, 4), "runs_per_year": r2(share * runs_per_year, 3)})
+
+
+def _placement(fm, oid, opt, dk, *, replicas, users_per_replica, tp, pp, per_replica, tps, ttft, hours,
+               mem, cap, binding, regime, extra) -> dict:
+    o = fm.offer(oid)
+    return {"part": dk, "system": opt.system, "accelerator": opt.accelerator, "acquisition": o.acquisition,
+            "provider": o.provider, "offer": oid, "replicas": replicas,
+            "accelerators_per_replica": per_replica, "tensor_parallel": tp, "pipeline_parallel": pp,
+            "users_per_replica": users_per_replica, "tokens_per_s_per_user": r2(tps),
+            "ttft_s": r2(ttft, 3), "hours_per_run": r2(hours, 3), "memory_gb_per_accelerator": r2(mem),
+            "memory_gb_capacity": r2(cap), "binding": binding, "regime": regime, **extra}
+
+
+def _unit_cost(job, cost, placements, fm, res, keys) -> dict:
+    if job.stage in ("serve",):
+        served = sum(p["users_served"] for p in placements)
+        if not served:
+            return {"usd_per_million_tokens": None}
+        tps = sum(p["users_served"] * p["tokens_per_s_per_user"] for p in placements) / served
+        tokens = served * tps * 3600 * job.hours_per_day * 365
+        return {"usd_per_million_tokens": r2(cost / tokens * 1e6, 4), "output_tokens_per_year": r2(tokens, 0),
+                "usd_per_user_per_year": r2(cost / max(served, 1))}
+    if job.stage in ("finetune", "pretrain"):
+        return {"usd_per_run": r2(cost / job.runs_per_year)}
+    if job.stage == "rl":
+        return {"usd_per_day": r2(cost / 365)}
+    return {"usd_per_device_per_year": r2(cost / max(job.devices, 1))}
+
+
+def _unserved(fm, res, keys) -> dict:
+    out = {}
+    for dk in keys:
+        v = fm.unserved.get(dk)
+        if v is None:
+            continue
+        share = _val(res, v)
+        d = fm.options.demands[dk]
+        if share > 1e-6:
+            out[dk] = {"share": r2(share, 4), "users": r2(share * d.users, 1) if d.kind == "serve" else None}
+    return out
+
+
+def _utilisation(fm, res, usage) -> list[dict]:
+    out = []
+    for oid, v in sorted(fm.n.items()):
+        n = _int(res, v)
+        if n <= 0:
+            continue
+        per = fm.system_of(oid).accelerators
+        used = sum(usage.get(oid, {}).values())
+        out.append({"offer": oid, "systems": n, "accelerator_hours_used": r2(used, 0),
+                    "utilisation": r2(used / (HOURS * per * n), 4)})
+    return out

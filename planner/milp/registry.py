@@ -1,0 +1,60 @@
+"""What both fleet MILPs share: the problem, the variable stores, and a registry of named
+constraints keyed by (family, entity), never parsed back from names; penalty weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulp
+
+from planner.data.catalog import Catalog, Offer
+from planner.data.scenario import Scenario
+from planner.options.types import Options
+
+COVERAGE_WEIGHT = 1e9  # $ per unit of weighted unserved share: coverage first, then cost
+
+
+@dataclass
+class Registry:
+    """What the fleet MILP and the multi-year MILP share: the problem, the variable stores both
+    use (see FleetModel), named constraints kept in a (family, entity) registry and never parsed
+    back from names, and variables with generated names."""
+
+    scenario: Scenario
+    catalog: Catalog
+    options: Options
+    prob: pulp.LpProblem
+    elastic: bool = field(default=False, kw_only=True)
+    y: dict = field(default_factory=dict, kw_only=True)
+    r: dict = field(default_factory=dict, kw_only=True)
+    x: dict = field(default_factory=dict, kw_only=True)
+    b: dict = field(default_factory=dict, kw_only=True)
+    e: dict = field(default_factory=dict, kw_only=True)
+    m: dict = field(default_factory=dict, kw_only=True)
+    z: dict = field(default_factory=dict, kw_only=True)
+    unserved: dict = field(default_factory=dict, kw_only=True)
+    slack: dict = field(default_factory=dict, kw_only=True)
+    rows: dict = field(default_factory=dict, kw_only=True)
+
+    def add(self, family: str, entity: str, constraint) -> None:
+        key = (family, entity)
+        if key in self.rows:
+            raise ValueError(f"duplicate constraint {key}")
+        name = f"c{len(self.rows)}"
+        self.prob.addConstraint(constraint, name)
+        self.rows[key] = self.prob.get_constraint_by_name(name)
+
+    def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None) -> pulp.LpVariable:
+        self._n_vars = getattr(self, "_n_vars", 0) + 1
+        v = self.prob.add_variable(f"v{self._n_vars}", lowBound=low, upBound=up, cat=cat)
+        store[key] = v
+        return v
+
+    def offer(self, oid: str) -> Offer:
+        return self.options.offers[oid]
+
+    def system_of(self, oid: str):
+        return self.catalog.systems[self.options.offers[oid].system]
+
+
+ELASTIC_PENALTY = {"budget": 1e3, "capex": 1e3, "opex": 1e3, "power": 1e7}

@@ -1,0 +1,136 @@
+"""Run CBC on a FleetModel and return one typed result; nothing reads values unless status allows.
+
+The solver factory prefers COIN_CMD with the cbcbox binary (what pulp[cbc] installs, and the only
+route in PuLP 4) and falls back to PuLP 3's bundled PULP_CBC_CMD. A time limit is always set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import pulp
+
+from planner.data.errors import SolverError
+from planner.milp.fleet import FleetModel
+
+OK = ("optimal", "feasible")
+CBC_OPTIONS = ("passC 20",)
+"""Root cut passes capped at 20 (CBC's default is 100 on small models): on the fleet MILP the
+late passes barely move the bound and cost most of the time (bank.yaml 0.9 -> 0.3 s; 50 random
+jobs 35 -> 9 s, same optimum; measured with benchmarks/speed.py)."""
+
+
+@dataclass
+class SolveResult:
+    status: str  # optimal | feasible | infeasible | unbounded | not-solved | error
+    seconds: float
+    gap: float | None
+    objective: float | None
+    solver: str
+    values: dict = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OK
+
+
+def _cbc_path() -> str | None:
+    env = os.environ.get("PLANNER_CBC")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise SolverError(f"PLANNER_CBC is set to {env}, which is not an executable file.\n"
+                              "    To fix: point PLANNER_CBC at a cbc executable, or unset it to use the "
+                              "one pulp[cbc] installs")
+        return env
+    try:
+        import cbcbox  # installed by pulp[cbc]
+        return cbcbox.cbc_bin_path()
+    except Exception:
+        return None
+
+
+def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True):
+    """COIN_CMD (cbcbox) if present, else PuLP's bundled CBC; silent, time-limited."""
+    kwargs = dict(msg=False, timeLimit=max(1, int(time_limit_s)), gapRel=gap, threads=threads, mip=mip,
+                  options=list(CBC_OPTIONS))
+    path = _cbc_path()
+    if path and os.path.exists(path):
+        return pulp.COIN_CMD(path=path, **kwargs), "cbc (cbcbox)"
+    if hasattr(pulp, "PULP_CBC_CMD"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(**kwargs)
+        if solver.available():
+            return solver, "cbc (bundled)"
+    raise SolverError("no CBC solver found.\n    To fix: pip install 'pulp[cbc]>=3.3,<4' "
+                      "or set PLANNER_CBC to a cbc executable")
+
+
+def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
+          mip: bool = True) -> SolveResult:
+    cfg = fm.scenario.solver
+    solver, name = make_solver(time_limit_s or cfg.time_limit_s, cfg.gap if gap is None else gap,
+                               cfg.threads, mip)
+    start = time.perf_counter()
+    if _constant_row_violated(fm):
+        return SolveResult("infeasible", 0.0, None, None, name)
+    try:
+        try:
+            fm.prob.solve(solver)
+        except (pulp.PulpSolverError, OSError, ValueError, IndexError):
+            fm.prob.solve(solver)  # once more: a CBC process lost to a passing fault on a loaded machine
+    except (pulp.PulpSolverError, OSError, ValueError, IndexError) as exc:  # IndexError: a truncated solution file
+        raise SolverError(f"the solver ({name}) stopped without a result: it crashed, was killed or "
+                          f"could not run ({str(exc).split(',')[0]}).\n    To fix: check that the cbc "
+                          "executable runs (or set PLANNER_CBC to one that does), then plan again")
+    seconds = time.perf_counter() - start
+    status = pulp.LpStatus.get(fm.prob.status, "error").lower()
+    sol = fm.prob.sol_status
+    if status == "optimal" and sol == pulp.LpSolutionIntegerFeasible:
+        status = "feasible"
+    elif status == "optimal" and sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        status = "not-solved"
+    status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
+    if status not in OK:
+        return SolveResult(status, seconds, None, None, name)
+    objective = pulp.value(fm.prob.objective) or 0.0
+    values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
+    # CBC calls a search "optimal" once it is within the relative gap asked for: report that bound
+    gap_value = (cfg.gap if gap is None else gap) if status == "optimal" else _gap(fm, objective)
+    return SolveResult(status, seconds, gap_value, objective, name, values)
+
+
+def _constant_row_violated(fm: FleetModel) -> bool:
+    """A row without variables (demand no allowed option can meet) that cannot hold makes the model
+    infeasible before any search; CBC reports such a model as 'undefined', not 'infeasible'."""
+    for c in fm.rows.values():
+        if not c.keys():
+            lhs = c.constant  # the row reads lhs sense 0
+            if (c.sense == pulp.LpConstraintGE and lhs < -1e-9) or (c.sense == pulp.LpConstraintLE and lhs > 1e-9) \
+                    or (c.sense == pulp.LpConstraintEQ and abs(lhs) > 1e-9):
+                return True
+    return False
+
+
+def _gap(fm: FleetModel, objective: float) -> float | None:
+    """Relative gap against the LP relaxation's bound (CBC's own bound does not reach PuLP):
+    an upper estimate of the true gap. Values were read before this re-solve."""
+    try:
+        solver, _ = make_solver(fm.scenario.solver.time_limit_s, 0.0, fm.scenario.solver.threads, mip=False)
+        fm.prob.solve(solver)
+        bound = pulp.value(fm.prob.objective)
+    except Exception:
+        return None
+    if bound is None or objective <= 0:
+        return None
+    return max(0.0, (objective - bound) / abs(objective))
+
+
+def value(result: SolveResult, var) -> float:
+    if not result.ok:
+        raise SolverError("no solution values: the solve did not succeed")
+    return result.values.get(var.name, 0.0)

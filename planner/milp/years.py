@@ -1,0 +1,400 @@
+"""The multi-year fleet MILP: years 1..H in one model; bought systems persist, demand grows, prices fall.
+
+The options (options.py) do not change from year to year: a replica serves the same users in year 3
+as in year 1. Only the demand, the prices and what may be acquired change.
+
+Per-year data
+  g_j(t)       demand factor of job j: demand_multipliers[t-1], else (1 + growth_per_year)^(t-1)
+  users[d,t] = ceil(users_d g(t)); runs[d,t] = runs_d g(t); units[d,t] = ceil(units_d g(t))
+  f_a(t)     = (1 - decline_a)^(t-1), price factor of accelerator a (its own trend row, else '*');
+               applied to purchase prices and hourly/reserved rental prices
+  offers of accelerator a may be bought, reserved or rented only from available_from_year_a
+
+Variables (t = year)
+  p[o,t]      int   systems of buy offer o bought at the start of year t at P[o,t] = purchase_o f_a(t)
+  k[o,t]      int   reserved-Ny contracts of offer o starting in year t (price fixed at f_a(t), N years)
+  H[o,t]      = sum of p[o,tau] with tau <= t < tau + L_o (useful life, whole years), or of k[o,tau]
+                with tau <= t < tau + N: the owned fleet held in year t, shared by every job
+  y[d,i,o,t]  int   replicas; r[d,o,t] int hourly-rented systems; x[d,i,o,t] share of batch runs,
+  b[d,i,o,t]  bin   a batch option placed on owned offer o; e[d,i,o,t] int edge units bought;
+  m, z              redundancy (n+1); u[d,t] in [0,1] unserved share (max-coverage mode)
+
+Constraints per year: the families of model.py (demand, capacity, hours, batch fit, rental,
+availability, redundancy, site power) with H[o,t] in place of n[o]; budgets per year in the cash view:
+  capex_t = sum_o P[o,t] p[o,t] (+ edge units bought)           <= capex cap of year t
+  opex_t  = support + hosting + idle power of held systems, busy power, rentals, reserved <= opex cap
+  capex_t + opex_t                                               <= usd cap of year t
+  (a cap of year t is budget.years[year=t].<field>, else the plan-wide budget.<field>_per_year).
+
+Resale: a bought system leaves the fleet at the end of its life or of the horizon (start of year s)
+after a years of its life L and fetches P[o,tau] (1 - decline_a)^(s - tau) max(rf, 1 - (1 - rf) a / L):
+its remaining book value at the prices of the day (used hardware tracks new prices), rf = resale_fraction.
+
+Objective: NPV = sum_t (capex_t + opex_t) / (1+r)^(t-1) - resale / (1+r)^(s-1) + reserved commitments
+running past the horizon (discounted the same way). Max-coverage: minimise
+COVERAGE_WEIGHT x sum_{d,t} priority_d u[d,t] first, then NPV. The accounting view replaces capex_t
+by the annuity P a(r, L) for every year a system is held; it is reported, not optimised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pulp
+
+from planner.data.catalog import Catalog, Offer
+from planner.data.scenario import Scenario
+from planner.data.years import Trend, demand_factor, life_years, trend_for, year_caps
+from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
+from planner.options.build import hours_per_year
+from planner.options.eligibility import batch_offer_exclusion, systems_per_run
+from planner.options.types import Options
+from planner.physics import costs
+
+HOURS = costs.HOURS_PER_YEAR
+RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
+OPEX = ("support", "hosting", "power", "rental", "reserved")
+
+
+@dataclass
+class YearModel(Registry):
+    years: list = field(default_factory=list)
+    p: dict = field(default_factory=dict)
+    k: dict = field(default_factory=dict)
+    cash: dict = field(default_factory=dict)
+    """(year, component) -> [(usd, var, offer)]: capex and the OPEX components, paid that year."""
+    capital: dict = field(default_factory=dict)
+    """year -> [(usd, var, offer)]: annuitised purchases held that year (accounting view)."""
+    resale: dict = field(default_factory=dict)
+    """year -> [(usd, var, offer)]: value of systems leaving the fleet at the end of that year."""
+    beyond: list = field(default_factory=list)
+    """[(discounted usd, var, offer)]: reserved commitments running past the horizon."""
+    held_terms: dict = field(default_factory=dict)
+    """(offer, year) -> [var]: purchases or contracts still held that year."""
+
+    def trend(self, oid: str) -> Trend:
+        return trend_for(self.scenario, self.system_of(oid).accelerator)
+
+    def factor(self, oid: str, year: int) -> float:
+        return (1.0 - self.trend(oid).decline) ** (year - 1)
+
+    def acquirable(self, oid: str) -> list[int]:
+        return [t for t in self.years if t >= self.trend(oid).available_from]
+
+    def held(self, oid: str, year: int):
+        return pulp.lpSum(self.held_terms.get((oid, year), []))
+
+    def discount(self, year: float) -> float:
+        return (1.0 + self.scenario.policy.discount_rate) ** -(year - 1)
+
+    def pay(self, year: int, component: str, usd: float, var, oid: str) -> None:
+        if usd:
+            self.cash.setdefault((year, component), []).append((usd, var, oid))
+
+    def cash_expr(self, year: int, components=None):
+        comps = components or ("capex",) + OPEX
+        return pulp.lpSum(c * v for comp in comps for c, v, _ in self.cash.get((year, comp), []))
+
+    def npv(self):
+        terms = [self.discount(t) * self.cash_expr(t) for t in self.years]
+        terms += [-self.discount(t + 1) * c * v for t in self.years for c, v, _ in self.resale.get(t, [])]
+        terms += [c * v for c, v, _ in self.beyond]
+        return pulp.lpSum(terms)
+
+    def demand_at(self, dk: str, year: int) -> float:
+        d = self.options.demands[dk]
+        job = next(j for j in self.scenario.jobs if j.name == d.job)
+        g = demand_factor(job, year)
+        if d.kind == "serve":
+            return math.ceil(d.users * g - 1e-9)
+        if d.kind == "edge":
+            return math.ceil(d.units * g - 1e-9)
+        return d.runs_per_year * g
+
+
+def _cap(ym: YearModel, o: Offer) -> int:
+    return o.max_systems if o.max_systems is not None else ym.scenario.policy.max_systems_per_offer
+
+
+def resale_value(ym: YearModel, oid: str, bought: int, sold: int) -> float:
+    """Value of one system bought at the start of year `bought`, sold at the start of year `sold`."""
+    o, tr = ym.offer(oid), ym.trend(oid)
+    age = sold - bought
+    share = max(tr.resale_fraction, 1.0 - (1.0 - tr.resale_fraction) * age / o.useful_life_years)
+    return o.purchase_usd * ym.factor(oid, bought) * (1.0 - tr.decline) ** age * share
+
+
+def _purchase(ym: YearModel, oid: str, t: int, var, per_year_fixed: dict[str, float], fleet: bool = True) -> None:
+    """Cash, accounting and resale terms of a purchase of offer oid in year t (fleet: the systems
+    join the shared fleet H; edge units do not)."""
+    o, last, rate = ym.offer(oid), ym.years[-1], ym.scenario.policy.discount_rate
+    price = o.purchase_usd * ym.factor(oid, t)
+    life = life_years(o)
+    ym.pay(t, "capex", price, var, oid)
+    for h in range(t, min(last, t + life - 1) + 1):
+        if fleet:
+            ym.held_terms.setdefault((oid, h), []).append(var)
+        ym.pay(h, "support", price * ym.scenario.site.support_fraction_per_year, var, oid)
+        for comp, usd in per_year_fixed.items():
+            ym.pay(h, comp, usd, var, oid)
+        ym.capital.setdefault(h, []).append((price * costs.annuity(rate, o.useful_life_years), var, oid))
+    out = min(last, t + life - 1)
+    value = resale_value(ym, oid, t, out + 1)
+    if value > 0:
+        ym.resale.setdefault(out, []).append((value, var, oid))
+
+
+def define_owned_variables(ym: YearModel) -> None:
+    """p[o,t] purchases and k[o,t] reserved contracts, and the held fleet H[o,t] they make."""
+    site = ym.scenario.site
+    used = {o.system for lst in list(ym.options.serve.values()) + list(ym.options.batch.values()) for o in lst}
+    for oid, o in sorted(ym.options.offers.items()):
+        if not costs.is_owned(o) or o.system not in used:
+            continue
+        system = ym.system_of(oid)
+        for t in ym.acquirable(oid):
+            if o.acquisition == "buy":
+                v = ym.var(ym.p, (oid, t), "Integer", 0, _cap(ym, o))
+                fixed = costs.owned_fixed_usd_per_year(o, system, site, ym.scenario.policy.discount_rate)
+                _purchase(ym, oid, t, v, {"hosting": fixed["hosting"], "power": fixed["power"]})
+                continue
+            v = ym.var(ym.k, (oid, t), "Integer", 0, _cap(ym, o))
+            usd = o.price_usd_per_hour * ym.factor(oid, t) * HOURS
+            for h in range(t, t + RESERVED_YEARS[o.acquisition]):
+                if h <= ym.years[-1]:
+                    ym.held_terms.setdefault((oid, h), []).append(v)
+                    ym.pay(h, "reserved", usd, v, oid)
+                else:
+                    ym.beyond.append((ym.discount(h) * usd, v, oid))
+
+
+def per_system_replicas(opt, system) -> int:
+    """Replicas of a serving option one system holds (1 for a replica spanning systems)."""
+    per = system.accelerators
+    return per // opt.accelerators_per_replica if opt.accelerators_per_replica <= per else 1
+
+
+def _replicas_max(ym: YearModel, dk: str, opt, system, t: int) -> int:
+    """No plan needs more replicas of one option than the demand plus one system's worth (n+1)."""
+    return math.ceil(ym.demand_at(dk, t) / max(opt.users_per_replica, 1)) + per_system_replicas(opt, system)
+
+
+def define_serving_variables(ym: YearModel) -> None:
+    """y[d,i,o,t] replicas on held or rented systems; r[d,o,t] rented systems at price x f(t) x hours."""
+    site = ym.scenario.site
+    for dk, opts in sorted(ym.options.serve.items()):
+        d = ym.options.demands[dk]
+        hours = hours_per_year(d)
+        for i, opt in enumerate(opts):
+            for oid in ym.options.offers_for(dk, opt.system):
+                o, system = ym.offer(oid), ym.system_of(oid)
+                for t in ym.acquirable(oid):
+                    if costs.is_owned(o):
+                        if (oid, t) not in ym.held_terms:
+                            continue
+                        v = ym.var(ym.y, (dk, i, oid, t), "Integer", 0, _replicas_max(ym, dk, opt, system, t))
+                        busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
+                        ym.pay(t, "power", busy * opt.accelerator_slots * hours, v, oid)
+                        continue
+                    ym.var(ym.y, (dk, i, oid, t), "Integer", 0, _replicas_max(ym, dk, opt, system, t))
+                    if (dk, oid, t) not in ym.r:
+                        rv = ym.var(ym.r, (dk, oid, t), "Integer", 0, _cap(ym, o))
+                        ym.pay(t, "rental", o.price_usd_per_hour * ym.factor(oid, t) * hours, rv, oid)
+
+
+def define_batch_variables(ym: YearModel) -> None:
+    """x[d,i,o,t] share of year t's runs; b places it on a held offer; rentals pay systems x hours."""
+    site = ym.scenario.site
+    for dk, opts in sorted(ym.options.batch.items()):
+        for i, opt in enumerate(opts):
+            for oid in ym.options.offers_for(dk, opt.system):
+                o, system = ym.offer(oid), ym.system_of(oid)
+                if batch_offer_exclusion(ym.options.demands[dk], opt, o, system):
+                    continue
+                per_run = systems_per_run(opt.accelerators, system.accelerators)
+                for t in ym.acquirable(oid):
+                    runs = ym.demand_at(dk, t)
+                    if costs.is_owned(o):
+                        if (oid, t) not in ym.held_terms:
+                            continue
+                        v = ym.var(ym.x, (dk, i, oid, t), "Continuous", 0, 1)
+                        ym.var(ym.b, (dk, i, oid, t), "Binary")
+                        busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
+                        ym.pay(t, "power", busy * opt.accelerators * opt.hours_per_run * runs, v, oid)
+                    else:
+                        v = ym.var(ym.x, (dk, i, oid, t), "Continuous", 0, 1)
+                        usd = (per_run * costs.run_hours(opt.hours_per_run, o.acquisition) * o.price_usd_per_hour
+                               * ym.factor(oid, t) * runs)
+                        ym.pay(t, "rental", usd, v, oid)
+
+
+def define_edge_variables(ym: YearModel) -> None:
+    """e[d,i,o,t] edge units bought in year t (the offers d may use: bought ones); they persist for
+    their life like bought systems, count as capex in year t, and units held of offer o in year t
+    across demands stay within its cap (max_systems, else policy.max_systems_per_offer)."""
+    for dk, opts in sorted(ym.options.edge.items()):
+        for i, opt in enumerate(opts):
+            for oid in ym.options.offers_for(dk, opt.system):
+                for t in ym.acquirable(oid):
+                    v = ym.var(ym.e, (dk, i, oid, t), "Integer", 0, _cap(ym, ym.offer(oid)))
+                    _purchase(ym, oid, t, v, {}, fleet=False)
+    for oid in sorted({oid for (_, _, oid, _) in ym.e}):
+        for t in ym.years:
+            held = [v for (_, _, o, tau), v in sorted(ym.e.items()) if o == oid and active(ym, oid, tau, t)]
+            if len(held) > 1:
+                ym.add("availability", f"{oid}|edge|{t}", pulp.lpSum(held) <= _cap(ym, ym.offer(oid)))
+
+
+def active(ym: YearModel, oid: str, bought: int, year: int) -> bool:
+    """A purchase of offer oid in year `bought` is still in use in `year`."""
+    return bought <= year < bought + life_years(ym.offer(oid))
+
+
+def _edge_held(ym: YearModel, dk: str, t: int):
+    return pulp.lpSum(v for (d, _, oid, tau), v in ym.e.items() if d == dk and active(ym, oid, tau, t))
+
+
+def _supply(ym: YearModel, dk: str, t: int, only_offer: str | None = None):
+    opts = ym.options.serve[dk]
+    return pulp.lpSum(opts[i].users_per_replica * v for (d, i, oid, tt), v in ym.y.items()
+                      if d == dk and tt == t and (only_offer is None or oid == only_offer))
+
+
+def define_demand_constraints(ym: YearModel) -> None:
+    """serve: supply[d,t] + users[d,t] u[d,t] >= users[d,t]; batch: shares + u = 1; edge: units held."""
+    coverage = ym.scenario.budget.mode == "max-coverage"
+    for dk, d in sorted(ym.options.demands.items()):
+        for t in ym.years:
+            need = ym.demand_at(dk, t)
+            short = ym.var(ym.unserved, (dk, t), "Continuous", 0, 1) if (coverage or ym.elastic) else None
+            if d.kind == "serve":
+                lhs = _supply(ym, dk, t) + (need * short if short is not None else 0)
+                ym.add("demand", f"{dk}|{t}", lhs >= need)
+            elif d.kind == "batch":
+                lhs = pulp.lpSum(v for (k, _, _, tt), v in ym.x.items() if k == dk and tt == t)
+                ym.add("demand", f"{dk}|{t}", lhs + (short if short is not None else 0) == 1)
+            else:
+                lhs = _edge_held(ym, dk, t) + (need * short if short is not None else 0)
+                ym.add("demand", f"{dk}|{t}", lhs >= need)
+
+
+def define_capacity_constraints(ym: YearModel) -> None:
+    """Per year, as model.py with H[o,t]: peak slots <= acc_o H; busy hours <= 8760 acc_o H (when batch
+    work shares the offer); a placed batch run fits at once; rented slots <= acc_o r[d,o,t]."""
+    for (oid, t) in sorted(ym.held_terms):
+        per = ym.system_of(oid).accelerators
+        cap = per * ym.held(oid, t)
+        ys = [(ym.options.serve[dk][i], dk, v) for (dk, i, o, tt), v in ym.y.items() if o == oid and tt == t]
+        if ys:
+            ym.add("capacity", f"{oid}|{t}", pulp.lpSum(opt.accelerator_slots * v for opt, _, v in ys) <= cap)
+        xs = [(ym.options.batch[dk][i], dk, v) for (dk, i, o, tt), v in ym.x.items() if o == oid and tt == t]
+        if xs:
+            hours = [opt.accelerator_slots * hours_per_year(ym.options.demands[dk]) * v for opt, dk, v in ys]
+            hours += [opt.accelerators * opt.hours_per_run * ym.demand_at(dk, t) * v for opt, dk, v in xs]
+            ym.add("hours", f"{oid}|{t}", pulp.lpSum(hours) <= HOURS * cap)
+        if len(ym.acquirable(oid)) > 1:
+            ym.add("availability", f"{oid}|{t}", ym.held(oid, t) <= _cap(ym, ym.offer(oid)))
+    for (dk, i, oid, t), bv in sorted(ym.b.items()):
+        per = ym.system_of(oid).accelerators
+        ym.add("batch-fit", f"{dk}|{i}|{oid}|{t}", ym.options.batch[dk][i].accelerators * bv <= per * ym.held(oid, t))
+        ym.add("batch-link", f"{dk}|{i}|{oid}|{t}", ym.x[(dk, i, oid, t)] <= bv)
+    by_offer: dict = {}
+    for (dk, oid, t), rv in sorted(ym.r.items()):
+        per = ym.system_of(oid).accelerators
+        used = [ym.options.serve[dk][i].accelerator_slots * v for (d, i, o, tt), v in ym.y.items()
+                if d == dk and o == oid and tt == t]
+        ym.add("rental", f"{dk}|{oid}|{t}", pulp.lpSum(used) <= per * rv)
+        by_offer.setdefault((oid, t), []).append(rv)
+    for (oid, t), vs in sorted(by_offer.items()):
+        cap = ym.offer(oid).max_systems
+        if cap is not None and len(vs) > 1:
+            ym.add("availability", f"{oid}|{t}", pulp.lpSum(vs) <= cap)
+
+
+def define_redundancy_constraints(ym: YearModel) -> None:
+    """N+1 per year, as model.py: supply[d,t] - sum_i users_i m[d,i,o,t] >= users[d,t] for each offer o,
+    m >= min(y, R_i) made exact with a binary z (m >= R z, m >= y - M z, y <= R + M z)."""
+    if ym.scenario.policy.redundancy != "n+1":
+        return
+    for dk in sorted(ym.options.serve):
+        for t in ym.years:
+            users = ym.demand_at(dk, t)
+            for oid in sorted({o for (d, _, o, tt) in ym.y if d == dk and tt == t}):
+                lost = []
+                for (d, i, o, tt), yv in sorted(ym.y.items(), key=lambda kv: (kv[0][1], kv[0][3])):
+                    if d != dk or o != oid or tt != t:
+                        continue
+                    opt = ym.options.serve[dk][i]
+                    per_system = per_system_replicas(opt, ym.system_of(oid))
+                    big = max(1, int(yv.upBound) - per_system)
+                    key = (dk, i, oid, t)
+                    mv = ym.var(ym.m, key, "Continuous", 0, None)
+                    zv = ym.var(ym.z, key, "Binary")
+                    tag = f"{dk}|{i}|{oid}|{t}"
+                    ym.add("redundancy-min", tag + "|a", mv >= per_system * zv)
+                    ym.add("redundancy-min", tag + "|b", mv >= yv - big * zv)
+                    ym.add("redundancy-min", tag + "|c", yv <= per_system + big * zv)
+                    lost.append(opt.users_per_replica * mv)
+                short = ym.unserved.get((dk, t))
+                ym.add("redundancy", f"{dk}|{oid}|{t}", _supply(ym, dk, t) - pulp.lpSum(lost)
+                       + (users * short if short is not None else 0) >= users)
+
+
+def define_budget_constraints(ym: YearModel) -> None:
+    """Cash view per year: capex_t <= capex cap, opex_t <= opex cap, capex_t + opex_t <= usd cap."""
+    for t in ym.years:
+        for key, (cap, _) in sorted(year_caps(ym.scenario, t).items()):
+            comps = {"usd": None, "capex": ("capex",), "opex": OPEX}[key]
+            ym.add("budget", f"{key}|{t}", ym.cash_expr(t, comps) - _elastic(ym, key, t) <= cap)
+
+
+def define_power_constraints(ym: YearModel) -> None:
+    """Bought systems held in year t: sum_o power_kw_o H[o,t] <= site.power_cap_kw."""
+    cap = ym.scenario.site.power_cap_kw
+    if cap is None:
+        return
+    for t in ym.years:
+        load = pulp.lpSum(ym.system_of(oid).power_kw * ym.held(oid, t) for (oid, tt) in sorted(ym.held_terms)
+                          if tt == t and ym.offer(oid).acquisition == "buy")
+        ym.add("power", f"site|{t}", load - _elastic(ym, "power", t) <= cap)
+
+
+def _elastic(ym: YearModel, family: str, year: int):
+    if not ym.elastic:
+        return 0
+    return ym.var(ym.slack, (family, year), "Continuous", 0, None)
+
+
+def define_objective(ym: YearModel) -> None:
+    """min NPV (+ priority-weighted unserved shares first in max-coverage; + elastic penalties)."""
+    obj = ym.npv()
+    if ym.unserved:
+        weight = COVERAGE_WEIGHT * (1e3 if ym.elastic else 1)
+        obj += pulp.lpSum(weight * ym.options.demands[dk].priority * v for (dk, _), v in ym.unserved.items())
+    if ym.slack:
+        obj += pulp.lpSum(ELASTIC_PENALTY["budget" if fam == "usd" else fam] * v for (fam, _), v in ym.slack.items())
+    ym.prob.setObjective(obj)
+
+
+FAMILIES = (
+    define_owned_variables,
+    define_serving_variables,
+    define_batch_variables,
+    define_edge_variables,
+    define_demand_constraints,
+    define_capacity_constraints,
+    define_redundancy_constraints,
+    define_budget_constraints,
+    define_power_constraints,
+    define_objective,
+)
+
+
+def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False) -> YearModel:
+    """The multi-year MILP (see the module docstring)."""
+    ym = YearModel(scenario, catalog, options, pulp.LpProblem("fleet_years", pulp.LpMinimize), elastic=elastic,
+                   years=list(range(1, scenario.horizon_years + 1)))
+    for define in FAMILIES:
+        define(ym)
+    return ym

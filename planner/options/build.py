@@ -1,0 +1,348 @@
+"""Every feasible way to run each job on each system the policy allows, as plain numbers.
+
+This is the seam between physics and the solver: a ServeOption says how many users one replica of
+a configuration serves within the per-user speed, TTFT and memory limits; a BatchOption says how
+long one fine-tuning/pretraining run takes on n accelerators; an EdgeOption is one device per unit.
+Anything that cannot run records why, per job and accelerator, for the why-not table.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.data.catalog import Catalog, Offer, System
+from planner.data.scenario import (
+    EdgeJob,
+    FinetuneJob,
+    PretrainJob,
+    RLJob,
+    Scenario,
+    ServeJob,
+)
+from planner.options.eligibility import (
+    allowed_offers,
+    batch_offer_exclusion,
+    demand_offer_exclusion,
+    kind_phrase,
+)
+from planner.options.types import BatchOption, Demand, EdgeOption, Options, ServeOption
+from planner.physics import costs, serving, training
+
+MAX_TP_DENSE = 16
+MAX_TP_MOE = 64
+MAX_PP = 16
+BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
+KEEP_PER_SYSTEM = 4  # serving configurations kept per system after pruning
+
+
+# --- serving ------------------------------------------------------------------------------------
+
+def serve_workload(job: ServeJob) -> serving.Workload:
+    return serving.Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens,
+                            job.context_tokens)
+
+
+def rollout_workload(job: RLJob) -> serving.Workload:
+    ctx = job.rollout_context_tokens
+    prompt = max(1, min(2048, ctx // 4))
+    kv = "fp8" if job.precision in ("fp8", "fp4") else "bf16"
+    return serving.Workload(job.precision, kv, prompt, max(1, ctx - prompt), ctx)
+
+
+def replica_slots(replica: int, system: System) -> float | None:
+    """Owned accelerators one replica occupies: a replica inside a system wastes the remainder
+    of the system's accelerators it cannot use; a larger replica takes whole systems."""
+    n = system.accelerators
+    if replica <= n:
+        per_system = n // replica
+        return n / per_system
+    if replica % n:
+        return None
+    return float(replica)
+
+
+def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
+           cache: dict | None):
+    """(largest batch, its limit, the estimate at that batch) for one TP x PP replica; the answer
+    depends only on model, accelerator, workload, split and targets, so systems sharing an
+    accelerator (an 8-GPU node and a 1-GPU instance) and jobs sharing a workload reuse it."""
+    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft)
+    if cache is not None and key in cache:
+        return cache[key]
+    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft)
+    est = serving.estimate(m, acc, wl, tp, pp, batch) if batch >= 1 else None
+    if cache is not None:
+        cache[key] = (batch, limit, est)
+    return batch, limit, est
+
+
+def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
+                  demand: str, cache: dict | None = None) -> tuple[list[ServeOption], str]:
+    """Pareto-best (accelerators per replica, users per replica) configurations on one system.
+    Beyond PP 2, pipeline stages are added (PP doubled) only while memory limits the batch: a
+    token still passes every stage in turn, so more stages barely raise per-user speed and leave
+    the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
+    max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
+    found: list[ServeOption] = []
+    reasons: list[str] = []
+    tp = 1
+    while tp <= min(system.scaleup_domain, max_tp):
+        pp = 1
+        while pp <= MAX_PP and pp <= m.layers:
+            slots = replica_slots(tp * pp, system)
+            if slots is not None and tp * pp > system.accelerators and not scales_out(system):
+                reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
+                               f"({system.kind}, no scale-out fabric)")
+                break
+            if slots is not None:
+                batch, limit, est = _probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache)
+                if batch >= 1:
+                    binding = "memory" if limit == "memory" else (
+                        "batch-cap" if limit == "batch-cap" else est.regime)
+                    found.append(ServeOption(
+                        demand, system.id, acc.id, tp, pp, tp * pp, slots, batch, est.tokens_per_s_per_user,
+                        est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
+                        est.weights_gb, est.kv_gb, binding, est.regime))
+                else:
+                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft))
+                if limit != "memory" and pp >= 2:
+                    break  # more stages add memory only: per-user speed and the batch cap barely move
+            pp *= 2
+        tp *= 2
+    if not found:
+        return [], _best_reason(reasons, acc, system)
+    return _pareto(found), ""
+
+
+def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft) -> str:
+    if limit == "memory":
+        return "memory:" + serving.estimate(m, acc, wl, tp, pp, 1).reason
+    if limit == "ttft":
+        t = serving.ttft_s(m, acc, wl, tp, pp)
+        return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} exceeds {max_ttft:g} s"
+    est = serving.estimate(m, acc, wl, tp, pp, 1)
+    return (f"latency:even one user gets {est.tokens_per_s_per_user:.1f} tok/s at TP{tp} PP{pp} "
+            f"({est.regime}-bound), below {min_tps:g}")
+
+
+def _best_reason(reasons: list[str], acc, system: System) -> str:
+    """The most informative reason: a speed miss beats a memory miss (it fit somewhere)."""
+    for prefix in ("latency:", "ttft:", "memory:", "span:"):
+        hits = [r for r in reasons if r.startswith(prefix)]
+        if hits:
+            return hits[-1].split(":", 1)[1] + f" (on {system.id})"
+    return f"no tensor/pipeline split fits {system.id}"
+
+
+def _pareto(found: list[ServeOption]) -> list[ServeOption]:
+    """Drop configurations another one beats on both slots and users; keep the best few by
+    users per slot plus the smallest replica."""
+    keep = [o for o in found if not any(
+        q is not o and q.accelerator_slots <= o.accelerator_slots and q.users_per_replica >= o.users_per_replica
+        and (q.accelerator_slots, -q.users_per_replica, q.pp) < (o.accelerator_slots, -o.users_per_replica, o.pp)
+        for q in found)]
+    keep.sort(key=lambda o: (-o.users_per_replica / o.accelerator_slots, o.accelerator_slots, o.tp, o.pp))
+    best = keep[:KEEP_PER_SYSTEM]
+    smallest = min(keep, key=lambda o: (o.accelerator_slots, -o.users_per_replica))
+    if smallest not in best:
+        best.append(smallest)
+    return sorted(best, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+
+
+# --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
+
+SCALE_OUT_KINDS = ("server", "rack", "tpu-slice")
+SCALE_OUT_MIN_ACCELERATORS = 8
+
+
+def scales_out(system: System) -> bool:
+    """May one training run span several of these systems? Only data-center nodes built for a
+    scale-out fabric (InfiniBand/RoCE/EFA/ICI: servers, racks, TPU slices, and cloud instances of
+    8 or more accelerators); not workstations, edge boxes or 1-4-GPU cloud instances."""
+    if system.kind in SCALE_OUT_KINDS:
+        return True
+    return system.kind == "cloud-instance" and system.accelerators >= SCALE_OUT_MIN_ACCELERATORS
+
+
+def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
+                  precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
+    """The fewest accelerators on this system type that fit and meet the deadline, and a larger
+    count if it uses whole systems better. A run spans several systems only if they scale out."""
+    need = training.accelerators_min(m, acc, method, seq, rank)
+    if need == 0:
+        return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GB)"
+    out: list[BatchOption] = []
+    last = None
+    for n in BATCH_COUNTS:
+        if n < need or replica_slots(n, system) is None:
+            continue
+        if n > system.accelerators and not scales_out(system):
+            if last is None:
+                return [], (f"needs {need}+ accelerators but a run may not span several {system.id} "
+                            f"({system.kind}, no scale-out fabric)")
+            break
+        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+        last = est
+        if est.hours <= deadline_h:
+            binding = "memory" if n == need and need > 1 else ("deadline" if out == [] and n > need else "compute")
+            out.append(BatchOption(demand, system.id, acc.id, n, est.hours, est.memory_gb_per_accelerator,
+                                   acc.memory_gb, binding))
+            if len(out) >= 2 or n >= system.accelerators:
+                break
+    if not out:
+        if last is not None and last.accelerators >= system.accelerators and not scales_out(system):
+            return [], (f"too slow: {last.hours:,.0f} h on {last.accelerators}x {acc.id} (one {system.id}; "
+                        f"{kind_phrase(system.kind)} does not scale out), deadline {deadline_h:g} h per run")
+        hours = f"{last.hours:,.0f} h on {last.accelerators}" if last else "no count fits"
+        return [], f"too slow: {hours}x {acc.id}, deadline {deadline_h:g} h per run"
+    return out, ""
+
+
+# --- edge ---------------------------------------------------------------------------------------
+
+EDGE_KINDS = {"robot": ("edge",), "desk": ("workstation",), "phone": (), "any": ("edge", "workstation")}
+
+
+def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[EdgeOption | None, str]:
+    if system.accelerators != 1 or system.kind not in EDGE_KINDS[job.device]:
+        return None, ""
+    wl = serving.Workload(job.precision, "fp8" if job.precision in ("fp8", "fp4") else "bf16",
+                          max(1, job.context_tokens // 2), max(1, job.context_tokens // 4), job.context_tokens)
+    est = serving.estimate(m, acc, wl, 1, 1, 1)
+    power_w = acc.tdp_w or system.power_kw * 1000
+    if not est.fits:
+        return None, est.reason
+    if est.tokens_per_s_per_user < job.min_tokens_per_s:
+        return None, f"{est.tokens_per_s_per_user:.1f} tok/s ({est.regime}-bound), below {job.min_tokens_per_s:g}"
+    if job.max_power_w and power_w > job.max_power_w:
+        return None, f"draws {power_w:.0f} W, above the {job.max_power_w:g} W limit"
+    return EdgeOption(demand, system.id, acc.id, est.tokens_per_s_per_user, est.memory_gb_per_accelerator,
+                      est.memory_gb_capacity, power_w, est.regime), ""
+
+
+# --- everything ---------------------------------------------------------------------------------
+
+def demands_of(s: Scenario) -> list[Demand]:
+    out = []
+    for j in s.jobs:
+        if isinstance(j, ServeJob):
+            out.append(Demand(j.name, j.name, "serve", users=j.concurrent_users, hours_per_day=j.hours_per_day,
+                              latency_critical=j.latency_critical, priority=j.priority))
+        elif isinstance(j, FinetuneJob):
+            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
+                              max_hours_per_run=j.max_hours_per_run, priority=j.priority))
+        elif isinstance(j, PretrainJob):
+            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
+                              max_hours_per_run=j.max_days * 24, priority=j.priority))
+        elif isinstance(j, RLJob):
+            users = math.ceil(j.rollout_tokens_per_s / j.min_tokens_per_s_per_rollout)
+            out.append(Demand(f"{j.name}/rollout", j.name, "serve", users=users, hours_per_day=j.hours_per_day,
+                              priority=j.priority))
+            out.append(Demand(f"{j.name}/trainer", j.name, "batch", runs_per_year=365,
+                              max_hours_per_run=j.hours_per_day, priority=j.priority))
+        elif isinstance(j, EdgeJob):
+            out.append(Demand(j.name, j.name, "edge", units=j.devices, priority=j.priority))
+    return out
+
+
+def build(s: Scenario, cat: Catalog) -> Options:
+    """All options for each demand over the systems with at least one offer that demand may use
+    (allowed by the policy, then demand_offer_exclusion); batch configurations no such offer can
+    host (batch_offer_exclusion) are dropped with their reason."""
+    opts = Options()
+    opts.offers, opts.excluded_offers = allowed_offers(s, cat)
+    jobs = {j.name: j for j in s.jobs}
+    cache: dict = {}
+    for d in demands_of(s):
+        opts.demands[d.key] = d
+        job = jobs[d.job]
+        m = cat.models[job.model]
+        _record_eligible(opts, d, s, cat)
+        lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
+        found = lists.setdefault(d.key, [])
+        for sid in sorted({opts.offers[oid].system for oid in opts.eligible[d.key]}):
+            system = cat.systems[sid]
+            acc = cat.accelerators[system.accelerator]
+            got, why = _options_for(d, job, m, acc, system, cache)
+            if d.kind == "batch":
+                got, why = _hostable(opts, d, got, system, why)
+            found.extend(got)
+            if not got and why:
+                opts.note(d.key, acc.id, why)
+        for acc_id in sorted(cat.accelerators):
+            if not any(o.accelerator == acc_id for o in found):
+                opts.note(d.key, acc_id, _demand_reason(acc_id, d.key, cat, opts) or _policy_reason(acc_id, cat, opts))
+    return opts
+
+
+def _record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog) -> None:
+    ok, why = [], {}
+    for oid, o in sorted(opts.offers.items()):
+        reason = demand_offer_exclusion(d, o, cat.systems[o.system], s)
+        if reason:
+            why[oid] = reason
+        else:
+            ok.append(oid)
+    opts.eligible[d.key], opts.ineligible[d.key] = ok, why
+
+
+def _hostable(opts: Options, d: Demand, got: list, system: System, why: str) -> tuple[list, str]:
+    """Batch configurations some offer of this system may host, or the reason none can."""
+    kept, reasons = [], []
+    offers = [opts.offers[oid] for oid in opts.offers_for(d.key, system.id)]
+    for opt in got:
+        misses = [batch_offer_exclusion(d, opt, o, system) for o in offers]
+        if any(not r for r in misses):
+            kept.append(opt)
+        else:
+            reasons += misses
+    if got and not kept:
+        return [], sorted(set(reasons))[0]
+    return kept, why
+
+
+def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
+    """Why demand dk may use none of the allowed offers of an accelerator ('' if it may use some)."""
+    mine = [oid for oid, o in opts.offers.items() if cat.systems[o.system].accelerator == acc_id]
+    if not mine or any(oid in opts.eligible.get(dk, ()) for oid in mine):
+        return ""
+    reasons = sorted({opts.ineligible[dk][oid] for oid in mine})
+    return "; ".join(reasons[:2])
+
+
+def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
+    if d.kind == "serve":
+        if isinstance(job, RLJob):
+            return serve_configs(m, acc, system, rollout_workload(job), job.min_tokens_per_s_per_rollout,
+                                 None, d.key, cache)
+        return serve_configs(m, acc, system, serve_workload(job), job.min_tokens_per_s_per_user,
+                             job.max_ttft_s, d.key, cache)
+    if d.kind == "batch":
+        if isinstance(job, FinetuneJob):
+            return batch_configs(m, acc, system, job.method, job.dataset_tokens * job.epochs,
+                                 job.sequence_tokens, job.lora_rank, "bf16", d.max_hours_per_run, d.key)
+        if isinstance(job, PretrainJob):
+            return batch_configs(m, acc, system, "pretrain", job.training_tokens, job.sequence_tokens, 16,
+                                 job.precision, d.max_hours_per_run, d.key)
+        return batch_configs(m, acc, system, job.method if job.method == "full" else "lora",
+                             job.train_tokens_per_day, 8192, 16, "bf16", d.max_hours_per_run, d.key)
+    opt, why = edge_config(job, m, acc, system, d.key)
+    return ([opt] if opt else []), why
+
+
+def _policy_reason(acc_id: str, cat: Catalog, opts: Options) -> str:
+    """Why an accelerator has no option at all: its offers' exclusions, or no offers."""
+    reasons = sorted({why for oid, why in opts.excluded_offers.items()
+                      if cat.systems[cat.offers[oid].system].accelerator == acc_id})
+    if not reasons:
+        return "no offer in the catalog"
+    return "; ".join(reasons[:2])
+
+
+def hours_per_year(d: Demand) -> float:
+    return d.hours_per_day * 365.0
+
+
+def owned_busy_usd_per_slot_hour(offer: Offer, system: System, site) -> float:
+    """Busy power cost per accelerator-hour on an owned system."""
+    return costs.busy_usd_per_hour(offer, system, site) / system.accelerators

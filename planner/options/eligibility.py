@@ -1,0 +1,127 @@
+"""Which offers the policy, the site and each job allow: one place for every rule, so the
+optimizer, the why-not table and the diagnosis all give the same reason."""
+
+from __future__ import annotations
+
+import math
+
+from planner.data.catalog import Catalog, Offer, System
+from planner.data.scenario import Scenario
+from planner.options.types import BatchOption, Demand
+from planner.physics import costs
+
+# --- offers the policy allows ----------------------------------------------------------------
+
+def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
+    """Why the policy or site rules this offer out ('' if allowed)."""
+    system = cat.systems[o.system]
+    acc = cat.accelerators[system.accelerator]
+    p = s.policy
+    if o.acquisition not in p.acquisition:
+        return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
+    if p.providers is not None and o.provider not in p.providers:
+        return f"provider '{o.provider}' not in policy.providers"
+    if o.provider in p.exclude_providers:
+        return f"provider '{o.provider}' excluded by policy"
+    if p.accelerators is not None and acc.id not in p.accelerators:
+        return "not in policy.accelerators"
+    if acc.id in p.exclude_accelerators:
+        return "excluded by policy"
+    if p.stacks is not None and acc.stack not in p.stacks:
+        return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
+    if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":
+        return "needs liquid cooling; the site has air cooling only"
+    if o.max_systems == 0:
+        return "not available (max_systems is 0)"
+    return ""
+
+
+KIND_PHRASES = {"edge": "an edge device", "cloud-instance": "a cloud instance", "tpu-slice": "a TPU slice",
+                "rack": "a rack", "server": "a server", "workstation": "a workstation"}
+
+
+def kind_phrase(kind: str) -> str:
+    """'a workstation', 'an edge device': a system kind with its article, for messages."""
+    return KIND_PHRASES.get(kind, f"a {kind}")
+
+
+def site_exclusion(o: Offer, system: System, s: Scenario) -> str:
+    """Why a system may not host serving or training here ('' if it may). Edge devices (robot
+    computers) run edge jobs only; a data center buys no workstations."""
+    if system.kind == "edge":
+        return "an edge device (a robot's computer): it runs edge jobs only"
+    if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind == "workstation":
+        return (f"{kind_phrase(system.kind)}, not a rack server: the site is a data center (set site.kind: "
+                "office to buy workstations)")
+    return ""
+
+
+def demand_offer_exclusion(d: Demand, o: Offer, system: System, s: Scenario) -> str:
+    """Why demand d may not use offer o, which the policy allows ('' if it may). The one rule the
+    fleet and multi-year models and the why-not table share:
+      edge units are bought (a robot carries its computer; nothing is rented);
+      serving and training run at the site: no edge devices, no bought workstations in a data center;
+      serving never runs on spot capacity when it is latency-critical, nor unless the policy allows it."""
+    if d.kind == "edge":
+        if o.acquisition != "buy":
+            return (f"edge devices are bought, not rented ('{o.acquisition}'): add buy to "
+                    "policy.acquisition")
+        return ""
+    why = site_exclusion(o, system, s)
+    if why:
+        return why
+    if d.kind == "serve" and o.acquisition == "spot":
+        if d.latency_critical:
+            return "spot capacity is not used for latency-critical serving (it may be reclaimed at any time)"
+        if not s.policy.spot_for_serving:
+            return "spot capacity is not used for serving (set policy.spot_for_serving: true)"
+    return ""
+
+
+def systems_per_run(accelerators: int, per_system: int) -> int:
+    return max(1, math.ceil(accelerators / per_system))
+
+
+def batch_offer_exclusion(d: Demand, opt: BatchOption, o: Offer, system: System) -> str:
+    """Why one batch configuration may not run on an offer demand d may use ('' if it may): a
+    rented run needs its systems within the offer's availability cap, and a spot run with its
+    restart overhead (costs.run_hours) must still meet the deadline. Owned offers: always ''."""
+    if costs.is_owned(o):
+        return ""
+    need = systems_per_run(opt.accelerators, system.accelerators)
+    if o.max_systems is not None and need > o.max_systems:
+        return f"a run needs {need}x {system.id}; offer '{o.id}' has {o.max_systems}"
+    hours = costs.run_hours(opt.hours_per_run, o.acquisition)
+    if hours > d.max_hours_per_run:
+        return (f"on {o.acquisition} a run takes {hours:,.1f} h with restarts, above the "
+                f"{d.max_hours_per_run:g} h deadline")
+    return ""
+
+
+def _dominated(o: Offer, others: list[Offer]) -> bool:
+    """Same system and acquisition, no cheaper, no larger availability: never worth choosing."""
+    if o.acquisition == "buy":
+        return False
+    cap = o.max_systems if o.max_systems is not None else math.inf
+    for q in others:
+        if q.id == o.id or q.system != o.system or q.acquisition != o.acquisition:
+            continue
+        qcap = q.max_systems if q.max_systems is not None else math.inf
+        if q.price_usd_per_hour <= o.price_usd_per_hour and qcap >= cap and (
+                q.price_usd_per_hour < o.price_usd_per_hour or qcap > cap or q.id < o.id):
+            return True
+    return False
+
+
+def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[str, str]]:
+    allowed, excluded = {}, {}
+    for oid in sorted(cat.offers):
+        o = cat.offers[oid]
+        why = offer_exclusion(o, s, cat)
+        if why:
+            excluded[oid] = why
+        else:
+            allowed[oid] = o
+    pool = list(allowed.values())
+    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool)}
+    return kept, excluded

@@ -1,0 +1,137 @@
+"""Which (option, offer) pairs of each demand the MILP sees: every pair for small scenarios, a
+documented shortlist for large ones.
+
+Each pair is priced as if it met its whole demand alone (`pair_cost`, USD per year):
+  serving, rented by the hour   ceil(ceil(users / users_i) x slots_i / per_o) systems x price_o x hours_d
+  serving, owned (buy/reserved) users / users_i x slots_i accelerators x (fixed_o / per_o + busy_o x hours_d)
+                                (fractional: an owned box is shared, so its leftover slots are not waste)
+  batch, rented                 systems per run x run hours x price_o x runs per year
+  batch, owned                  accelerator-hours per year x (fixed_o / (per_o x 8760) + busy_o)
+
+Exact reduction, always: a batch demand's rented runs share nothing with other demands (no
+capacity, caps apply per run), so only its cheapest rented pair can be chosen; the rest are dropped.
+
+Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds):
+per serving demand keep the cheapest pair of each acquisition mode, the cheapest rental with no
+availability cap (so caps cannot make the shortlist infeasible), then the cheapest others while they
+cost at most (1 + MARGIN) x the best, up to KEEP pairs. Owned offers kept by any serving demand
+form the shared pool; batch runs keep every owned pair on the pool (fine-tuning in idle
+hours of boxes bought for serving) and, elsewhere, their KEEP_BATCH_OWNED cheapest owned pairs whose
+standalone cost (whole systems bought for these runs alone) is within MARGIN of renting. A plan built
+on a shortlist reports how many pairs were left out (solver.pairs_pruned); the choice it misses is
+one whose standalone cost is more than MARGIN above the best and that only sharing would redeem.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.options.build import hours_per_year
+from planner.options.types import Options
+from planner.physics import costs
+
+PRUNE_ABOVE = 3000
+KEEP = 10
+MARGIN = 0.5
+KEEP_BATCH_OWNED = 3
+
+Pair = tuple[int, str]  # (option index, offer id)
+
+
+def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
+    """Yearly cost of meeting demand dk alone with option i on offer oid (module docstring)."""
+    d, o = opts.demands[dk], opts.offers[oid]
+    system = cat.systems[o.system]
+    per = system.accelerators
+    owned = costs.is_owned(o)
+    if owned:
+        fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
+        busy = costs.busy_usd_per_hour(o, system, s.site)
+    if d.kind == "serve":
+        opt = opts.serve[dk][i]
+        hours = hours_per_year(d)
+        if owned:
+            accs = d.users / opt.users_per_replica * opt.accelerator_slots
+            return accs * (fixed + busy * hours) / per
+        reps = math.ceil(d.users / opt.users_per_replica)
+        return math.ceil(reps * opt.accelerator_slots / per - 1e-9) * o.price_usd_per_hour * hours
+    opt = opts.batch[dk][i]
+    run_h = costs.run_hours(opt.hours_per_run, o.acquisition)
+    if owned:
+        return opt.accelerators * run_h * d.runs_per_year * (fixed / costs.HOURS_PER_YEAR + busy) / per
+    systems = max(1, math.ceil(opt.accelerators / per))
+    return systems * run_h * o.price_usd_per_hour * d.runs_per_year
+
+
+def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str, list[Pair]]
+           ) -> tuple[dict[str, list[Pair]], dict[str, list[Pair]], int]:
+    """The pairs the MILP instantiates, and how many candidates were left out by the heuristic."""
+    owned = {oid: costs.is_owned(o) for oid, o in opts.offers.items()}
+    batch = {dk: _cheapest_rental_only(s, cat, opts, dk, pairs, owned) for dk, pairs in batch.items()}
+    total = sum(map(len, serve.values())) + sum(map(len, batch.values()))
+    if total <= PRUNE_ABOVE:
+        return serve, batch, 0
+    kept_serve = {dk: _shortlist_serve(s, cat, opts, dk, pairs, owned) for dk, pairs in serve.items()}
+    pool = {oid for pairs in kept_serve.values() for _, oid in pairs if owned[oid]}
+    kept_batch = {dk: _shortlist_batch(s, cat, opts, dk, pairs, owned, pool) for dk, pairs in batch.items()}
+    kept = sum(map(len, kept_serve.values())) + sum(map(len, kept_batch.values()))
+    return kept_serve, kept_batch, total - kept
+
+
+def _ranked(s, cat, opts, dk, pairs):
+    return sorted(pairs, key=lambda p: (pair_cost(s, cat, opts, dk, *p), p[1], p[0]))
+
+
+def _cheapest_rental_only(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+    rented = [p for p in pairs if not owned[p[1]]]
+    if len(rented) <= 1:
+        return pairs
+    best = _ranked(s, cat, opts, dk, rented)[0]
+    return [p for p in pairs if owned[p[1]] or p == best]
+
+
+def _shortlist_serve(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+    if len(pairs) <= KEEP:
+        return pairs
+    ranked = _ranked(s, cat, opts, dk, pairs)
+    keep: list[Pair] = []
+    seen_modes = set()
+    for p in ranked:
+        o = opts.offers[p[1]]
+        if o.acquisition not in seen_modes:
+            seen_modes.add(o.acquisition)
+            keep.append(p)
+    uncapped = next((p for p in ranked if not owned[p[1]] and opts.offers[p[1]].max_systems is None), None)
+    if uncapped is not None and uncapped not in keep:
+        keep.append(uncapped)
+    limit = (1 + MARGIN) * pair_cost(s, cat, opts, dk, *ranked[0])
+    for p in ranked:
+        if len(keep) >= KEEP or pair_cost(s, cat, opts, dk, *p) > limit:
+            break
+        if p not in keep:
+            keep.append(p)
+    return sorted(keep, key=lambda p: (p[0], p[1]))
+
+
+def standalone_owned_batch_cost(s, cat, opts, dk: str, i: int, oid: str) -> float:
+    """Yearly cost of owning enough systems of oid for demand dk's runs alone: whole systems for
+    one run at once and for the year's accelerator-hours, plus busy power."""
+    d, o, opt = opts.demands[dk], opts.offers[oid], opts.batch[dk][i]
+    system = cat.systems[o.system]
+    per = system.accelerators
+    acc_hours = opt.accelerators * opt.hours_per_run * d.runs_per_year
+    n = max(math.ceil(opt.accelerators / per), math.ceil(acc_hours / (per * costs.HOURS_PER_YEAR) - 1e-9))
+    fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
+    return n * fixed + acc_hours / per * costs.busy_usd_per_hour(o, system, s.site)
+
+
+def _shortlist_batch(s, cat, opts, dk, pairs, owned, pool) -> list[Pair]:
+    rented = [p for p in pairs if not owned[p[1]]]
+    bar = min((pair_cost(s, cat, opts, dk, *p) for p in rented), default=math.inf) * (1 + MARGIN)
+    own = _ranked(s, cat, opts, dk, [p for p in pairs if owned[p[1]]])
+    alone = [p for p in own if standalone_owned_batch_cost(s, cat, opts, dk, *p) <= bar]
+    shared = {p for p in own if p[1] in pool}
+    keep = shared | set(alone[:KEEP_BATCH_OWNED]) | set(rented)
+    if not keep:
+        keep = set(own[:KEEP_BATCH_OWNED])
+    return sorted(keep, key=lambda p: (p[0], p[1]))

@@ -1,0 +1,94 @@
+"""The options layer's plain data: demands, the ways to run them, and what the optimizer sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.data.catalog import Offer
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One thing the fleet must provide: users of a serving job, or the runs of a batch job."""
+
+    key: str  # unique; equals the job name, or "<job>/rollout", "<job>/trainer" for RL
+    job: str
+    kind: str  # serve | batch | edge
+    users: int = 0
+    hours_per_day: float = 24.0
+    runs_per_year: float = 0.0
+    max_hours_per_run: float = 0.0
+    units: int = 0
+    latency_critical: bool = False
+    priority: float = 1.0
+
+
+@dataclass(frozen=True)
+class ServeOption:
+    demand: str
+    system: str
+    accelerator: str
+    tp: int
+    pp: int
+    accelerators_per_replica: int
+    accelerator_slots: float  # accelerators of owned capacity one replica takes, packing waste included
+    users_per_replica: int
+    tokens_per_s_per_user: float
+    ttft_s: float
+    memory_gb_per_accelerator: float
+    memory_gb_capacity: float
+    weights_gb: float
+    kv_gb: float
+    binding: str
+    regime: str
+
+    @property
+    def systems_per_replica(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class BatchOption:
+    demand: str
+    system: str
+    accelerator: str
+    accelerators: int
+    hours_per_run: float
+    memory_gb_per_accelerator: float
+    memory_gb_capacity: float
+    binding: str
+
+
+@dataclass(frozen=True)
+class EdgeOption:
+    demand: str
+    system: str
+    accelerator: str
+    tokens_per_s: float
+    memory_gb: float
+    memory_gb_capacity: float
+    power_w: float
+    binding: str
+
+
+@dataclass
+class Options:
+    demands: dict[str, Demand] = field(default_factory=dict)
+    serve: dict[str, list[ServeOption]] = field(default_factory=dict)
+    batch: dict[str, list[BatchOption]] = field(default_factory=dict)
+    edge: dict[str, list[EdgeOption]] = field(default_factory=dict)
+    offers: dict[str, Offer] = field(default_factory=dict)
+    excluded_offers: dict[str, str] = field(default_factory=dict)
+    eligible: dict[str, list[str]] = field(default_factory=dict)
+    """demand -> the allowed offers it may use (demand_offer_exclusion), sorted."""
+    ineligible: dict[str, dict[str, str]] = field(default_factory=dict)
+    """demand -> allowed offer it may not use -> why."""
+    why_not: dict[str, dict[str, str]] = field(default_factory=dict)
+    """demand -> accelerator -> why no configuration exists."""
+
+    def note(self, demand: str, accelerator: str, reason: str) -> None:
+        self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
+
+    def offers_for(self, demand: str, system_id: str) -> list[str]:
+        """The offers of one system type demand may use (the only source of that rule)."""
+        return [oid for oid in self.eligible.get(demand, []) if self.offers[oid].system == system_id]

@@ -1,0 +1,115 @@
+"""Training and fine-tuning: memory per accelerator, fewest accelerators that fit, wall-clock time.
+
+Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
+    full   16 B/param (bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam moments 8, ZeRO paper)
+           sharded over n
+    lora   frozen base at bf16 (sharded over n) + adapters at 16 B/param
+    qlora  frozen base at NF4 (4.127 bits, QLoRA paper) + adapters at 16 B/param
+  + activations of one micro-batch of `sequence_tokens` with full recompute (Korthikanti et al.):
+           layers x 2 s h (checkpoints) + 34 s h (one layer's working set, flash attention)
+           + s x vocab x 4 B (fp32 logits and their gradient in bf16)
+  + the runtime reserve.
+The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
+(vendors' "GB" memory labels are binary sizes; see planner.perf.serving).
+
+Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak), with k = 6 for full
+training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight gradients).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.data.catalog import Accelerator, Model
+from planner.physics import arch
+from planner.physics.calibration import Calibration, default
+from planner.physics.serving import achievable_flops
+
+GB = 1e9
+GIB = 2**30
+STATE_BYTES_FULL = 16.0
+ADAPTER_STATE_BYTES = 16.0
+FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
+LORA_TARGETS = "q, k, v, o, gate, up, down"
+
+
+@dataclass
+class TrainEstimate:
+    fits: bool
+    reason: str
+    method: str
+    accelerators: int
+    accelerators_min: int
+    memory_gb_per_accelerator: float
+    memory_gb_capacity: float
+    hours: float
+    tokens: float
+    regime: str
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def adapter_params(m: Model, rank: int) -> float:
+    """LoRA parameters: rank x (d_in + d_out) for each of q, k, v, o and the MLP's three matrices
+    (for MoE the shared/dense MLP only; routed experts are usually left frozen)."""
+    h, q, kv = m.hidden_size, m.attention_heads * m.head_dim, m.kv_heads * m.head_dim
+    ffn = m.moe_ffn_size if m.is_moe and m.moe_ffn_size else m.ffn_size
+    per_layer = rank * ((h + q) + 2 * (h + kv) + (q + h) + 3 * (h + ffn))
+    return per_layer * m.layers
+
+
+def activation_bytes(m: Model, seq: int) -> float:
+    s, h = seq, m.hidden_size
+    return m.layers * 2 * s * h + 34 * s * h + s * m.vocab_size * 4
+
+
+def memory_per_acc(m: Model, method: str, n: int, seq: int, rank: int = 16,
+                   cal: Calibration | None = None) -> float:
+    """Bytes per accelerator when n accelerators share the job (states sharded ZeRO-3 style)."""
+    cal = cal or default()
+    total = arch.param_counts(m)["total"]
+    if method in ("full", "pretrain"):
+        states = total * STATE_BYTES_FULL / n
+    else:
+        base = arch.weight_bytes(m, "nf4" if method == "qlora" else "bf16") / n
+        states = base + adapter_params(m, rank) * ADAPTER_STATE_BYTES / n
+    nccl = 0.35 * GB if n > 1 else 0.0
+    return states + activation_bytes(m, seq) + cal.reserve_gb * GB + nccl
+
+
+def accelerators_min(m: Model, acc: Accelerator, method: str, seq: int, rank: int = 16,
+                     limit: int = 100_000, cal: Calibration | None = None) -> int:
+    """Fewest accelerators whose memory holds the job (0 if even `limit` do not)."""
+    cap = acc.memory_gb * GIB
+    n = 1
+    while n <= limit:
+        if memory_per_acc(m, method, n, seq, rank, cal) <= cap:
+            return n
+        n *= 2
+    return 0
+
+
+def train_flops(m: Model, method: str, tokens: float, seq: int) -> float:
+    per_token = arch.flops_per_token(m) + arch.attention_flops_per_token(m, seq / 2)
+    return FLOPS_FACTOR[method] / 2 * per_token * tokens
+
+
+def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int, seq: int = 2048,
+             rank: int = 16, precision: str = "bf16", cal: Calibration | None = None) -> TrainEstimate:
+    """Fit and wall-clock hours for `tokens` training tokens on `count` accelerators."""
+    cal = cal or default()
+    need = accelerators_min(m, acc, method, seq, rank, cal=cal)
+    mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal)
+    reason = ""
+    if need == 0:
+        reason = f"does not fit on any number of {acc.name} ({acc.memory_gb:.0f} GB)"
+    elif count < need:
+        reason = (f"{method} needs {mem / GB:.1f} GB per accelerator on {count}x {acc.name} "
+                  f"({acc.memory_gb:.0f} GB); at least {need} are needed")
+    rate = count * cal.train_mfu * achievable_flops(acc, precision)
+    hours = train_flops(m, method, tokens, seq) / rate / 3600
+    regime = "capacity" if need > 1 or reason else "compute"
+    return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
+                         accelerators_min=need, memory_gb_per_accelerator=mem / GB,
+                         memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime)

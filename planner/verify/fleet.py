@@ -1,0 +1,111 @@
+"""The verifier's fleet-wide checks: capacity, availability, budget, power and costs adding up
+(see planner/verify.py for the per-placement checks)."""
+
+from __future__ import annotations
+
+import math
+
+from planner.data.catalog import Catalog, Offer
+from planner.data.scenario import Scenario
+from planner.physics import costs
+from planner.verify.common import (
+    HOURS_PER_YEAR,
+    REL,
+    TIGHT,
+    USD,
+    Ledger,
+    Verification,
+    close,
+    offer_problem,
+    owned,
+)
+
+
+def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger: Ledger, costed: bool = True) -> None:
+    used = set(ledger.uses)
+    v.check("capacity", used <= set(fleet), f"placements use offers missing from the fleet: "
+                                            f"{sorted(used - set(fleet))}")
+    site_kw = capex = 0.0
+    for oid, f in sorted(fleet.items()):
+        o = cat.offers.get(oid)
+        if not v.check("catalog", o is not None and o.system == f["system"], f"fleet offer '{oid}' is not in the catalog"):
+            continue
+        system = cat.systems[o.system]
+        per, n_all = system.accelerators, f["systems"]
+        v.check("policy", not offer_problem(o, s, cat), f"fleet '{oid}': {offer_problem(o, s, cat)}")
+        v.check("plan", f["accelerators"] == n_all * per and n_all >= 1,
+                f"fleet '{oid}': {n_all} systems reported as {f['accelerators']} accelerators")
+        n = n_all - ledger.edge_units.get(oid, 0)  # systems hosting serving and batch
+        cap = o.max_systems if o.max_systems is not None else (s.policy.max_systems_per_offer if owned(o) else None)
+        v.check("availability", cap is None or n <= cap, f"'{oid}': {n} systems, at most {cap} available")
+        if owned(o):
+            v.check("capacity", ledger.serve_slots[oid] <= n * per + 1e-6,
+                    f"'{oid}': serving needs {ledger.serve_slots[oid]:g} accelerators at once, {n * per} held")
+            v.check("capacity", all(a <= n * per for a in ledger.batch_fit.get(oid, [])),
+                    f"'{oid}': a batch run needs {max(ledger.batch_fit.get(oid, [0]))} accelerators, {n * per} held")
+            v.check("capacity", ledger.slot_hours[oid] <= HOURS_PER_YEAR * n * per * (1 + TIGHT) + ledger.hours_slack[oid],
+                    f"'{oid}': {ledger.slot_hours[oid]:,.0f} accelerator-hours a year on {n * per} accelerators")
+        else:
+            rented = sum(math.ceil(a / per - TIGHT) for a in ledger.rent_slots[oid].values())
+            batch = max([math.ceil(a / per) for a in ledger.batch_fit.get(oid, [])] or [0])
+            v.check("capacity", rented <= n and batch <= n,
+                    f"'{oid}': placements need {max(rented, batch)} systems, {n} rented")
+        if o.acquisition == "buy" and n > 0:
+            site_kw += system.power_kw * n
+            capex += o.purchase_usd * n
+        if not costed:
+            continue
+        expected, exact = _offer_cost(o, system, n, s, ledger)
+        most = expected if exact else (ledger.rent_usd.get(oid, 0.0) + ledger.edge_usd.get(oid, 0.0)
+                                       + o.price_usd_per_hour * HOURS_PER_YEAR * n)
+        got = f["cost_usd_per_year"]
+        v.check("costs", expected * (1 - REL) - USD <= got <= most * (1 + REL) + USD,
+                f"'{oid}' costs ${got:,.2f}/yr; its systems and use cost ${expected:,.2f}"
+                + ("" if exact else f" to ${most:,.2f} (spare rented systems held all year)"))
+    if s.site.power_cap_kw is not None:
+        v.check("power", site_kw <= s.site.power_cap_kw * (1 + TIGHT) + 1e-6,
+                f"bought systems draw {site_kw:,.1f} kW; the site allows {s.site.power_cap_kw:g} kW")
+    if s.budget.capex_usd_per_year is not None and costed:
+        v.check("budget", capex <= s.budget.capex_usd_per_year * (1 + 1e-5) + USD,
+                f"purchases ${capex:,.0f}, capex cap ${s.budget.capex_usd_per_year:,.0f}")
+
+
+def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[float, bool]:
+    """Yearly cost of an offer from its systems and the use placements make of it; `exact` is False
+    where the plan may legitimately hold more rented systems than the minimum (then it is a floor)."""
+    oid, per = o.id, system.accelerators
+    usd = ledger.edge_usd.get(oid, 0.0)
+    if owned(o):
+        fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
+        busy = costs.busy_usd_per_hour(o, system, s.site) / per
+        return usd + fixed * n + busy * ledger.slot_hours[oid], True
+    usd += ledger.rent_usd.get(oid, 0.0)
+    systems = 0
+    for key, acc in ledger.rent_slots[oid].items():
+        r = math.ceil(acc / per - TIGHT)
+        systems += r
+        usd += o.price_usd_per_hour * ledger.rent_hours[oid][key] * r
+    return usd, systems == n
+
+
+def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification) -> None:
+    total = plan["total_cost_usd_per_year"]
+    fleet_sum = sum(f["cost_usd_per_year"] for f in fleet.values())
+    v.check("costs", close(fleet_sum, total), f"fleet costs add to ${fleet_sum:,.2f}, total ${total:,.2f}")
+    parts = plan.get("cost_breakdown_usd_per_year") or {}
+    v.check("costs", close(sum(parts.values()), total),
+            f"cost breakdown adds to ${sum(parts.values()):,.2f}, total ${total:,.2f}")
+    jobs_sum = sum(j["cost_usd_per_year"] or 0.0 for j in plan["jobs"])
+    v.check("costs", close(jobs_sum, total, REL, USD * max(1, len(plan["jobs"]))),
+            f"job costs add to ${jobs_sum:,.2f}, total ${total:,.2f}")
+    b = s.budget
+    if b.usd_per_year is not None and "years" not in plan:
+        v.check("budget", total <= b.usd_per_year * (1 + 1e-5) + USD,
+                f"${total:,.0f} per year exceeds budget.usd_per_year ${b.usd_per_year:,.0f}")
+    if b.opex_usd_per_year is not None and "years" not in plan:
+        opex = total - parts.get("capital", 0.0)
+        v.check("budget", opex <= b.opex_usd_per_year * (1 + 1e-5) + USD,
+                f"running costs ${opex:,.0f} per year exceed budget.opex_usd_per_year ${b.opex_usd_per_year:,.0f}")
+    if "years" not in plan:
+        v.check("costs", close(plan["total_cost_usd_over_horizon"], total * s.horizon_years),
+                f"horizon total ${plan['total_cost_usd_over_horizon']:,.0f} is not {s.horizon_years} x ${total:,.0f}")

@@ -1,0 +1,166 @@
+"""Each placement re-derived from the physics: serving (fit, speed, TTFT, supply with N+1), batch
+runs (fit, deadline, shares) and edge units (device kind, speed, power)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from planner.data.catalog import Catalog, Offer
+from planner.data.scenario import Scenario
+from planner.physics import costs, serving, training
+from planner.physics.calibration import default as calibration
+from planner.verify.common import (
+    EDGE_KINDS,
+    TIGHT,
+    Part,
+    Verification,
+    close,
+    offer_problem,
+    owned,
+    slots,
+)
+
+
+def _offer_of(p: dict, cat: Catalog, v: Verification, kind: str) -> tuple | None:
+    o = cat.offers.get(p["offer"])
+    if not v.check("catalog", o is not None and o.system == p["system"] and o.system in cat.systems
+                   and cat.systems[o.system].accelerator == p["accelerator"],
+                   f"placement on '{p['offer']}' ({p['system']}, {p['accelerator']}) does not match the catalog"):
+        return None
+    v.check("policy", p["acquisition"] == o.acquisition, f"'{o.id}' is {o.acquisition}, reported {p['acquisition']}")
+    system = cat.systems[o.system]
+    return o, system, cat.accelerators[system.accelerator]
+
+
+def _site_ok(o: Offer, system, s: Scenario) -> bool:
+    return not (o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"))
+
+
+def check_serve(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+    m = cat.models[job.model]
+    cap_batch = calibration().max_batch
+    supply = 0
+    by_offer: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # offer -> (replicas, R_i, users)
+    for p in placed:
+        got = _offer_of(p, cat, v, "serve")
+        if got is None:
+            continue
+        o, system, acc = got
+        where = f"'{part.key}' on {p['replicas']}x {p['offer']} TP{p['tensor_parallel']} PP{p['pipeline_parallel']}"
+        v.check("policy", not offer_problem(o, s, cat), f"{where}: {offer_problem(o, s, cat)}")
+        v.check("policy", _site_ok(o, system, s), f"{where}: a bought {system.kind} at a datacenter site")
+        v.check("policy", o.acquisition != "spot" or (s.policy.spot_for_serving and not part.latency_critical),
+                f"{where}: spot capacity serving without policy.spot_for_serving")
+        tp, pp, reps, upr = p["tensor_parallel"], p["pipeline_parallel"], p["replicas"], p["users_per_replica"]
+        replica = tp * pp
+        v.check("parallelism", tp <= system.scaleup_domain and replica == p["accelerators_per_replica"],
+                f"{where}: TP{tp} exceeds the scale-up domain {system.scaleup_domain} or TPxPP != "
+                f"{p['accelerators_per_replica']}")
+        slot = slots(replica, system.accelerators)
+        if not v.check("parallelism", slot is not None and reps >= 1 and upr >= 1,
+                       f"{where}: a replica of {replica} does not tile {system.accelerators}-accelerator systems"):
+            continue
+        fit = serving.max_batch_by_memory(m, acc, part.workload, tp, pp)
+        v.check("memory", upr <= fit and upr <= cap_batch,
+                f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
+        est = serving.estimate(m, acc, part.workload, tp, pp, upr)
+        v.check("latency", est.tokens_per_s_per_user >= part.target_tps * (1 - TIGHT),
+                f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.target_tps:g}")
+        v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
+                f"{where}: reports {p['tokens_per_s_per_user']} tok/s per user, physics gives "
+                f"{est.tokens_per_s_per_user:.2f}")
+        if part.max_ttft_s is not None:
+            v.check("latency", est.ttft_ms / 1e3 <= part.max_ttft_s * (1 + TIGHT),
+                    f"{where}: first token after {est.ttft_ms / 1e3:.3f} s, limit {part.max_ttft_s:g} s")
+        supply += reps * upr
+        per_system = system.accelerators // replica if replica <= system.accelerators else 1
+        by_offer[o.id].append((reps, per_system, upr))
+        hours = part.hours_per_day * 365
+        if owned(o):
+            ledger.serve_slots[o.id] += reps * slot
+            ledger.slot_hours[o.id] += reps * slot * hours
+        else:
+            ledger.rent_slots[o.id][part.key] += reps * slot
+            ledger.rent_hours[o.id][part.key] = hours
+        ledger.uses[o.id].add("serve")
+    need = part.users * (1 - short)
+    v.check("demand", supply >= need - 1e-6 * part.users,
+            f"'{part.key}' serves {supply} users of {part.users}" + (f" ({short:.1%} unserved)" if short else ""))
+    if s.policy.redundancy == "n+1":
+        for oid, rows in sorted(by_offer.items()):
+            lost = sum(min(reps, r) * u for reps, r, u in rows)
+            v.check("redundancy", supply - lost >= need - 1e-6 * part.users,
+                    f"'{part.key}': with one system of {oid} down, {supply - lost} of {part.users} users remain")
+
+
+def check_batch(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+    m = cat.models[job.model]
+    method, tokens, seq, rank, precision = part.train
+    share_sum = 0.0
+    for p in placed:
+        got = _offer_of(p, cat, v, "batch")
+        if got is None:
+            continue
+        o, system, acc = got
+        n = p["accelerators_per_replica"]
+        where = f"'{part.key}' on {n}x {acc.id} ({p['offer']})"
+        v.check("policy", not offer_problem(o, s, cat), f"{where}: {offer_problem(o, s, cat)}")
+        v.check("policy", _site_ok(o, system, s), f"{where}: a bought {system.kind} at a datacenter site")
+        if not v.check("parallelism", slots(n, system.accelerators) is not None,
+                       f"{where}: {n} accelerators do not tile {system.accelerators}-accelerator systems"):
+            continue
+        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+        hours = costs.run_hours(est.hours, o.acquisition)  # spot: restarts after reclaims
+        v.check("memory", est.fits, f"{where}: {est.reason}")
+        v.check("deadline", hours <= part.deadline_h * (1 + TIGHT),
+                f"{where}: {hours:,.1f} h per run, deadline {part.deadline_h:g} h")
+        v.check("deadline", close(hours, p["hours_per_run"], 0.01, 0.001),
+                f"{where}: reports {p['hours_per_run']} h per run, physics gives {hours:.3f}")
+        share = p["share_of_runs"]
+        share_sum += share
+        runs = share * part.runs_per_year
+        per_run = max(1, math.ceil(n / system.accelerators))
+        if owned(o):
+            ledger.batch_fit[o.id].append(n)
+            ledger.slot_hours[o.id] += n * hours * runs
+            ledger.hours_slack[o.id] += n * hours * part.runs_per_year * 5e-5  # share rounded to 4 places
+        else:
+            ledger.batch_fit[o.id].append(per_run * system.accelerators)
+            ledger.rent_usd[o.id] += per_run * hours * o.price_usd_per_hour * runs
+        ledger.uses[o.id].add("batch")
+    v.check("demand", close(share_sum + short, 1.0, 0.0, 2e-3),
+            f"'{part.key}': placements cover {share_sum:.4f} of its runs" + (f" (+{short:.1%} unserved)" if short else ""))
+
+
+def check_edge(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+    m = cat.models[job.model]
+    prec = job.precision
+    wl = serving.Workload(prec, "fp8" if prec in ("fp8", "fp4") else "bf16", max(1, job.context_tokens // 2),
+                          max(1, job.context_tokens // 4), job.context_tokens)
+    units = 0
+    for p in placed:
+        got = _offer_of(p, cat, v, "edge")
+        if got is None:
+            continue
+        o, system, acc = got
+        where = f"'{part.key}' on {p['offer']}"
+        v.check("policy", not offer_problem(o, s, cat) and o.acquisition == "buy",
+                f"{where}: {offer_problem(o, s, cat) or 'edge units are bought'}")
+        v.check("edge", system.accelerators == 1 and system.kind in EDGE_KINDS[job.device],
+                f"{where}: a {system.kind} with {system.accelerators} accelerators is not a '{job.device}' device")
+        est = serving.estimate(m, acc, wl, 1, 1, 1)
+        v.check("memory", est.fits, f"{where}: {est.reason}")
+        v.check("latency", est.tokens_per_s_per_user >= job.min_tokens_per_s * (1 - TIGHT),
+                f"{where}: {est.tokens_per_s_per_user:.1f} tok/s, target {job.min_tokens_per_s:g}")
+        power_w = acc.tdp_w or system.power_kw * 1000
+        v.check("power", job.max_power_w is None or power_w <= job.max_power_w * (1 + TIGHT),
+                f"{where}: draws {power_w:.0f} W, limit {job.max_power_w} W")
+        units += p["replicas"]
+        ledger.edge_units[o.id] += p["replicas"]
+        rate = s.policy.discount_rate
+        ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (
+            costs.annuity(rate, o.useful_life_years) + s.site.support_fraction_per_year)
+        ledger.uses[o.id].add("edge")
+    v.check("demand", units >= part.users * (1 - short) - 1e-9 or (short and units == 0),
+            f"'{part.key}': {units} of {part.users} devices placed")
