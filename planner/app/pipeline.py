@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from planner.app import planning
 from planner.data.consistency import resolve
 from planner.data.errors import VerificationError
+from planner.data.plan import validate_plan
 from planner.data.scenario import Scenario, load_scenario
 from planner.verify.plan import verify
 
@@ -24,6 +27,14 @@ def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dic
     if not result.ok:
         raise VerificationError(result.summary() + "\nThis is a bug in the planner: please report it "
                                 "with the scenario file.")
+    try:  # the JSON contract (planner.data.plan): a key or type the readout changed without it
+        validate_plan(plan)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(k) for k in first["loc"]) or "plan"
+        raise VerificationError(f"plan breaks the JSON contract ({exc.error_count()} error(s)): {where}: "
+                                f"{first['msg']}\nThis is a bug in the planner: please report it with "
+                                "the scenario file.") from exc
     return plan
 
 

@@ -186,13 +186,18 @@ def _job_summary(j) -> str:
 
 
 @app.command("schema")
-def schema_cmd():
-    """Print the scenario's JSON Schema (for editor validation and completion)."""
+def schema_cmd(
+    plan: bool = typer.Option(False, "--plan", help="print the JSON Schema of the plan that --format json "
+                                                    "writes instead of the scenario's"),
+):
+    """Print the scenario's JSON Schema (for editor validation and completion), or the plan's."""
     import json
 
+    from planner.data.plan import plan_json_schema
     from planner.data.scenario import Scenario
 
-    typer.echo(json.dumps(Scenario.model_json_schema(), indent=2, sort_keys=True))
+    schema = plan_json_schema() if plan else Scenario.model_json_schema()
+    typer.echo(json.dumps(schema, indent=2, sort_keys=True))
 
 
 CATALOG_COLUMNS = {

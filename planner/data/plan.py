@@ -1,0 +1,145 @@
+"""The plan contract: the JSON that `plan SCENARIO.yaml --format json` writes, as pydantic models.
+
+planner.milp.readout (single period) and planner.milp.readout_years (multi-year) build the plan;
+planner.explain adds why, checks, summary, explanations, alternatives and next_best. Every plan the
+pipeline returns is validated against Plan (planner.app.pipeline.checked), so a key added there
+without a field here is a bug caught at once. Units are in each field's description; an unknown key
+fails (extra="forbid"); keys only some plans have are not required. `plan schema --plan` prints
+plan_json_schema().
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.data.plan_parts import (
+    Alternative,
+    Checks,
+    Explanation,
+    FleetItem,
+    NextBest,
+    Placement,
+    Purchase,
+    SolverInfo,
+    Stage,
+    UnitCost,
+    Unserved,
+    Utilisation,
+    absent,
+)
+
+__all__ = [
+    "Alternative", "Checks", "Explanation", "FleetItem", "JobPlan", "NextBest", "Placement", "Plan",
+    "Purchase", "SolverInfo", "SolverStatus", "UnitCost", "Unserved", "Utilisation", "Views", "YearEntry",
+    "plan_json_schema", "validate_plan",
+]
+
+
+class SolverStatus(str, Enum):
+    """The solver's status for a plan: optimal (proven within solver.gap) or feasible (not proven)."""
+
+    optimal = "optimal"
+    feasible = "feasible"
+
+
+class JobPlan(BaseModel):
+    """One job of the scenario: its cost, unit cost, placements and unserved demand."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="the job's name in the scenario")
+    stage: Stage = Field(description="the job's stage")
+    model: str = Field(description="catalog model id")
+    priority: float = absent("the job's weight in max-coverage mode (multi-year plans only)")
+    cost_usd_per_year: float = Field(description="USD per year: the job's share of the fleet's cost, split by "
+                                                 "accelerator-hours used")
+    unit_cost: UnitCost = Field(description="the job's unit cost (keys depend on the stage)")
+    placements: list[Placement] = Field(description="where the job runs")
+    unserved: dict[str, Unserved] = Field(description="demand part -> demand left unserved (max-coverage "
+                                                      "mode); empty when all is served")
+    why: list[str] = absent("the physical reason for each placement, in order (absent when unexplained)")
+    checks: Checks = absent("the three checks before signing (absent when unexplained)")
+
+
+class Views(BaseModel):
+    """What the money figures of a multi-year plan mean."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cash: str = Field(description="the cash view")
+    accounting: str = Field(description="the accounting view")
+    npv: str = Field(description="the net present value")
+    final_year: str = Field(description="what fleet, jobs and utilisation describe")
+
+
+class YearEntry(BaseModel):
+    """One year of a multi-year plan."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    year: int = Field(description="the year, from 1")
+    capex_usd: float = Field(description="USD of purchases paid in the year")
+    opex_usd: float = Field(description="USD of running costs in the year (rent, power, hosting, support)")
+    cost_usd: float = Field(description="USD paid in the year: capex_usd + opex_usd")
+    annuitised_cost_usd: float = Field(description="USD, the year's cost in the accounting view (purchases "
+                                                   "annuitised)")
+    resale_usd: float = Field(description="USD of resale credited for systems leaving the fleet after the year")
+    budget_usd: float | None = Field(description="USD, the year's cash budget; null when none")
+    budget_capex_usd: float | None = Field(description="USD, the year's capex cap; null when none")
+    budget_opex_usd: float | None = Field(description="USD, the year's opex cap; null when none")
+    budget_used: float | None = Field(description="fraction of budget_usd used; null when no budget")
+    demand: dict[str, float] = Field(description="demand part -> demand in the year (users, runs per year "
+                                                 "or devices)")
+    fleet: list[FleetItem] = Field(description="the fleet held in the year")
+    purchases: list[Purchase] = Field(description="systems bought or reserved in the year")
+    unserved: dict[str, Unserved] = Field(description="demand part -> demand unserved in the year")
+    utilisation: list[Utilisation] = Field(description="how busy the owned systems are in the year")
+
+
+class Plan(BaseModel):
+    """A verified plan: the fleet to acquire, where each job runs, what it costs, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: str = Field(description="the scenario's name")
+    status: SolverStatus = Field(description="optimal, or feasible when the solver stopped before a proof")
+    mode: Literal["min-cost", "max-coverage"] = absent("the budget mode (multi-year plans only)")
+    horizon_years: int = Field(description="years the plan covers")
+    total_cost_usd_per_year: float = Field(description="USD per year all-in (multi-year: the accounting "
+                                                       "view's average over the horizon)")
+    total_cost_usd_over_horizon: float = Field(description="USD over the horizon (multi-year: cash paid)")
+    cost_breakdown_usd_per_year: dict[str, float] = absent("cost component (capital, power, rent, ...) -> "
+                                                           "USD per year (single-period plans only)")
+    annuitised_total_usd: float = absent("USD over the horizon in the accounting view (multi-year only)")
+    npv_usd: float = absent("USD, the net present value of the cash, resale credited: the objective "
+                            "(multi-year only)")
+    cash_total_usd: float = absent("USD of cash paid over the horizon, undiscounted (multi-year only)")
+    salvage_usd: float = absent("USD of resale credited at the end of the horizon (multi-year only)")
+    discount_rate: float = absent("yearly discount rate, a fraction (multi-year only)")
+    fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "
+                                               "costliest first")
+    jobs: list[JobPlan] = Field(description="one entry per scenario job, in scenario order")
+    utilisation: list[Utilisation] = Field(description="how busy the owned systems are")
+    years: list[YearEntry] = absent("one entry per year (multi-year only)")
+    views: Views = absent("what the money figures mean (multi-year only)")
+    solver: SolverInfo = Field(description="the solve")
+    summary: str = absent("the recommendation in one paragraph (absent when unexplained)")
+    explanations: list[Explanation] = absent("binding constraint families with their prices (single-period, "
+                                             "explained plans)")
+    alternatives: list[Alternative] = absent("why not each unused catalog accelerator (single-period, "
+                                             "explained plans)")
+    next_best: NextBest | None = absent("the next-best distinct fleet; null when not evaluated "
+                                           "(single-period, explained plans)")
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the plan that `plan --format json` writes."""
+    return Plan.model_json_schema()
+
+
+def validate_plan(d: dict) -> Plan:
+    """The plan as a Plan; pydantic.ValidationError naming the field when it breaks the contract."""
+    return Plan.model_validate(d)

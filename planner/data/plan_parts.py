@@ -1,0 +1,185 @@
+"""The parts of the plan contract (planner.data.plan): fleet rows, placements, unit costs, unserved
+demand, explanation rows, why-not alternatives, the next-best fleet, the three checks, the solver.
+
+Each model describes one JSON object of `plan --format json` exactly: every key that can appear,
+its type and unit; an unknown key fails (extra="forbid"). A key that may be missing from the JSON
+(not null: missing) is declared with absent(); one that may be null is `X | None`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.data.catalog import Acquisition
+
+Stage = Literal["serve", "finetune", "pretrain", "rl", "edge"]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def absent(description: str) -> Any:
+    """A key that some plans leave out (never null when present): not required, no default shown."""
+    return Field(None, description=description, json_schema_extra=_no_default)
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FleetItem(Part):
+    """One offer held: how many systems, what they cost per year and draw."""
+
+    system: str = Field(description="catalog system id")
+    accelerator: str = Field(description="catalog accelerator id")
+    acquisition: Acquisition = Field(description="how the systems are acquired")
+    provider: str = Field(description="the offer's provider")
+    offer: str = Field(description="catalog offer id")
+    systems: int = Field(description="systems held (edge: devices)")
+    accelerators: int = Field(description="accelerators held: systems x accelerators per system")
+    new_this_year: int = absent("systems acquired in this year (multi-year plans only)")
+    cost_usd_per_year: float = Field(description="USD per year attributed to this offer: capital (annuitised "
+                                                 "purchases), power, hosting and rent")
+    purchase_usd: float | None = Field(description="USD paid up front for the systems; null unless bought")
+    power_kw: float = Field(description="kW drawn by the systems at full load")
+    price_source: str = Field(description="where the offer's price comes from")
+    price_as_of: datetime.date = Field(description="date of the offer's price (ISO 8601)")
+
+
+class Placement(Part):
+    """One configuration of a job on one offer (a serving replica shape, a training run, edge devices)."""
+
+    part: str = Field(description="the demand placed: the job name, or job|part for jobs with several")
+    system: str = Field(description="catalog system id")
+    accelerator: str = Field(description="catalog accelerator id")
+    acquisition: Acquisition = Field(description="how the systems are acquired")
+    provider: str = Field(description="the offer's provider")
+    offer: str = Field(description="catalog offer id")
+    replicas: int = Field(description="replicas (serving), 1 (training) or devices (edge)")
+    accelerators_per_replica: int = Field(description="accelerators per replica (training: per run)")
+    tensor_parallel: int = Field(description="tensor-parallel degree")
+    pipeline_parallel: int = Field(description="pipeline-parallel degree")
+    users_per_replica: int | None = Field(description="concurrent users (or rollouts) per replica; null for "
+                                                        "training")
+    tokens_per_s_per_user: float | None = Field(description="output tokens per second per user (edge: per "
+                                                               "device); null for training")
+    ttft_s: float | None = Field(description="seconds to the first token; null unless serving")
+    hours_per_run: float | None = Field(description="hours per training run (spot restarts included); null "
+                                                       "unless training")
+    memory_gb_per_accelerator: float = Field(description="GB of memory used per accelerator")
+    memory_gb_capacity: float = Field(description="GB of usable memory per accelerator")
+    binding: str = Field(description="the resource that limits the configuration: compute, bandwidth, memory, "
+                                     "batch-cap, deadline, overhead, ...")
+    regime: str = Field(description="the roofline regime: compute, bandwidth, capacity, overhead, ...")
+    weights_gb: float = absent("GB of weights per accelerator (serving only)")
+    kv_gb: float = absent("GB of KV cache per accelerator at the planned batch (serving only)")
+    users_served: int = absent("concurrent users (or rollouts) this placement serves (serving only)")
+    share_of_runs: float = absent("fraction of the job's runs done here, 0..1 (training only)")
+    runs_per_year: float = absent("runs per year done here (training only)")
+    power_w: float = absent("W drawn per device (edge only)")
+
+
+class UnitCost(Part):
+    """A job's unit cost: the keys depend on its stage."""
+
+    usd_per_million_tokens: float | None = absent("USD per million output tokens (serve); null when "
+                                                     "nothing is served")
+    output_tokens_per_year: float = absent("output tokens per year (serve)")
+    usd_per_user_per_year: float = absent("USD per concurrent user per year (serve)")
+    usd_per_run: float = absent("USD per run (finetune, pretrain)")
+    usd_per_day: float = absent("USD per day (rl)")
+    usd_per_device_per_year: float = absent("USD per device per year (edge)")
+
+
+class Unserved(Part):
+    """Demand left unserved (max-coverage mode)."""
+
+    share: float = Field(description="fraction of the demand unserved, 0..1")
+    users: float | None = absent("concurrent users (or rollouts) unserved; null unless serving "
+                                    "(single-period plans)")
+    tokens_per_s: float = absent("output tokens per second unserved (multi-year plans, serving)")
+    runs: float = absent("runs per year unserved (multi-year plans, training)")
+    units: float = absent("devices unserved (multi-year plans, edge)")
+
+
+class Checks(Part):
+    """The three checks before signing, for one job."""
+
+    regime: str = Field(description="what bounds the job on each accelerator and the lever that moves it")
+    run_it: str = Field(description="the benchmark to run to confirm the plan")
+    unit_cost: str = Field(description="the unit cost in words")
+
+
+class Explanation(Part):
+    """A constraint family of the plan with its price (a shadow price or a re-planned difference)."""
+
+    family: Literal["demand", "target", "systems", "power", "budget", "redundancy"] = Field(
+        description="the constraint family")
+    constraint: str = Field(description="the scenario field or offer the row is about, e.g. budget.usd_per_year")
+    binding: bool = Field(description="whether the constraint binds")
+    shadow_price: float | None = Field(description="the price of one more unit, in `unit`; null when none "
+                                                      "could be computed")
+    unit: str = Field(description="the unit of shadow_price, e.g. 'USD per year per concurrent user'")
+    message: str = Field(description="the explanation in words")
+    basis: Literal["short-run", "long-run", "re-planned"] = Field(
+        description="short-run: LP with the fleet fixed; long-run: LP relaxation; re-planned: MILP re-solved")
+
+
+class Alternative(Part):
+    """Why not accelerator A: one row per catalog accelerator the plan does not use."""
+
+    accelerator: str = Field(description="catalog accelerator id")
+    status: Literal["costlier", "infeasible"] = Field(description="costlier: a plan using it exists; "
+                                                                  "infeasible: none does")
+    cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan (negative: "
+                                                                 "less); null when not evaluated or infeasible")
+    fleet: list[FleetItem] | None = Field(description="the cheapest fleet using it; null when none")
+    reason: str = Field(description="the reason in words")
+
+
+class NextBest(Part):
+    """The cheapest fleet without the plan's costliest system type."""
+
+    fleet: list[FleetItem] | None = Field(description="the next-best fleet; null when there is none")
+    cost_usd_per_year: float | None = Field(description="its cost, USD per year; null when there is none")
+    cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan; null when "
+                                                                 "there is none")
+    excluded_systems: list[str] = Field(description="catalog system ids left out")
+    message: str = Field(description="the next-best fleet in words")
+
+
+class Utilisation(Part):
+    """How busy an owned offer's systems are."""
+
+    offer: str = Field(description="catalog offer id")
+    systems: int = Field(description="systems held")
+    accelerator_hours_used: float = Field(description="accelerator-hours used per year")
+    utilisation: float = Field(description="fraction of the accelerator-hours available in a year, 0..1")
+
+
+class Purchase(Part):
+    """Systems acquired in one year of a multi-year plan (bought or reserved)."""
+
+    offer: str = Field(description="catalog offer id")
+    system: str = Field(description="catalog system id")
+    accelerator: str = Field(description="catalog accelerator id")
+    acquisition: Acquisition = Field(description="buy, reserved-1y or reserved-3y")
+    systems: int = Field(description="systems acquired this year")
+    unit_price_usd: float = Field(description="USD per system (purchase price, or a year of the reservation) "
+                                              "in this year's prices")
+    total_usd: float = Field(description="USD: unit_price_usd x systems")
+
+
+class SolverInfo(Part):
+    """The MILP solve."""
+
+    name: str = Field(description="the solver used")
+    seconds: float = absent("wall-clock seconds of the solve; absent with --no-timings")
+    gap: float | None = Field(description="relative optimality gap at the end, 0..1; null when unknown")
+    variables: int = Field(description="variables in the model")
+    constraints: int = Field(description="constraint rows in the model")
+    pairs_pruned: int = absent("(configuration, offer) pairs left out by the shortlist (single-period only)")

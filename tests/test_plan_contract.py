@@ -1,0 +1,126 @@
+"""The plan contract (planner.data.plan): every shipped scenario's plan validates against Plan and
+round-trips exactly; `plan schema --plan` prints its JSON Schema; a key or type off the contract
+fails naming the field, and the pipeline turns that into a VerificationError (a planner bug)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+
+import pytest
+from conftest import SCENARIOS
+from pydantic import ValidationError
+
+from planner.data.errors import InfeasibleError, VerificationError
+from planner.data.plan import Plan, SolverStatus, plan_json_schema, validate_plan
+
+SHIPPED = sorted(p.name for p in SCENARIOS.glob("*.yaml"))
+INFEASIBLE_BY_DESIGN = {"over-budget.yaml", "power-capped.yaml"}  # exit 3: a diagnosis, not a plan
+EXPLANATION_KEYS = ("summary", "explanations", "alternatives", "next_best")
+
+
+@functools.cache
+def _planned(name: str) -> str:
+    """The plan's JSON text ("" when infeasible), planned once per test session."""
+    from planner.app.pipeline import plan_file
+
+    try:
+        return json.dumps(plan_file(SCENARIOS / name), sort_keys=True)
+    except InfeasibleError:
+        return ""
+
+
+def planned(name: str) -> dict | None:
+    """A fresh copy of the scenario's plan as `--format json` writes it (None when infeasible)."""
+    text = _planned(name)
+    return json.loads(text) if text else None
+
+
+def round_trip(d: dict) -> dict:
+    return Plan.model_validate(d).model_dump(mode="json", exclude_unset=True)
+
+
+def test_every_shipped_scenario_is_covered():
+    assert len(SHIPPED) >= 10 and INFEASIBLE_BY_DESIGN <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_plan_validates_and_round_trips(name):
+    d = planned(name)
+    if name in INFEASIBLE_BY_DESIGN:
+        assert d is None, f"{name} is infeasible by design but got a plan"
+        return
+    assert d is not None, f"{name} found no plan"
+    plan = validate_plan(d)
+    assert isinstance(plan.status, SolverStatus)
+    assert json.dumps(round_trip(d), sort_keys=True) == json.dumps(d, sort_keys=True)
+    no_timings = {**d, "solver": {k: v for k, v in d["solver"].items() if k != "seconds"}}
+    assert json.dumps(round_trip(no_timings), sort_keys=True) == json.dumps(no_timings, sort_keys=True)
+
+
+def test_an_unexplained_plan_validates():
+    """What the sweep's unexplained plans look like: no why, checks or explanation keys."""
+    d = planned("bank.yaml")
+    for key in EXPLANATION_KEYS:
+        d.pop(key, None)
+    for job in d["jobs"]:
+        job.pop("why"), job.pop("checks")
+    assert round_trip(d) == d
+
+
+def test_schema_cli_prints_the_plan_schema(plan_cli):
+    r = plan_cli("schema", "--plan")
+    assert r.code == 0, r.err
+    schema = json.loads(r.out)
+    assert schema == json.loads(json.dumps(plan_json_schema()))
+    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(schema["properties"])
+    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(schema["required"])
+    assert schema["$defs"]["SolverStatus"]["enum"] == ["optimal", "feasible"]
+    assert "USD per year" in schema["properties"]["total_cost_usd_per_year"]["description"]
+    scenario = plan_cli("schema")
+    assert scenario.code == 0 and "jobs" in json.loads(scenario.out)["properties"]
+    assert "total_cost_usd_per_year" not in json.loads(scenario.out)["properties"]
+
+
+def _broken(where: str) -> dict:
+    d = planned("bank.yaml")
+    if where == "unknown-top":
+        d["total_cost_eur"] = 1.0
+    elif where == "unknown-placement":
+        d["jobs"][0]["placements"][0]["gpus"] = 8
+    elif where == "wrong-type":
+        d["fleet"][0]["systems"] = "four"
+    elif where == "missing":
+        del d["solver"]["variables"]
+    elif where == "status":
+        d["status"] = "infeasible"
+    return d
+
+
+@pytest.mark.parametrize("where,field", [("unknown-top", "total_cost_eur"), ("unknown-placement", "gpus"),
+                                         ("wrong-type", "systems"), ("missing", "variables"),
+                                         ("status", "status")])
+def test_a_plan_off_the_contract_fails_naming_the_field(where, field):
+    with pytest.raises(ValidationError) as exc:
+        validate_plan(_broken(where))
+    assert field in str(exc.value)
+
+
+def test_the_pipeline_reports_a_broken_contract_as_a_bug(monkeypatch):
+    from planner.app import pipeline
+    from planner.data.scenario import load_scenario
+
+    class Passed:
+        ok = True
+
+    monkeypatch.setattr(pipeline, "verify", lambda *a, **k: Passed())
+    monkeypatch.setattr(pipeline, "resolve", lambda *a, **k: None)
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    good = planned("bank.yaml")
+    assert pipeline.checked(copy.deepcopy(good), s) == good  # the same dict back
+    with pytest.raises(VerificationError) as exc:
+        pipeline.checked(_broken("unknown-placement"), s)
+    text = str(exc.value)
+    assert "gpus" in text and "This is a bug in the planner" in text and "\n" in text
+    assert len(text.splitlines()) == 2
