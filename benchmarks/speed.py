@@ -22,10 +22,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from planner.data import consistency as checks  # noqa: E402
-from planner.milp import fleet as model  # noqa: E402
-from planner.options import build as options  # noqa: E402
 from planner.data.scenario import Scenario  # noqa: E402
+from planner.milp import fleet as model  # noqa: E402
 from planner.milp.solve import solve  # noqa: E402
+from planner.options import build as options  # noqa: E402
 
 SERVE_MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "qwen3-30b-a3b", "gemma-3-27b",
                 "mistral-small-24b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout", "qwen3-235b-a22b",

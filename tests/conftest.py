@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,14 @@ def plan_cli(capsys):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@lru_cache(maxsize=None)
+def shipped_plan(name: str, explain: bool = True):
+    """(scenario, plan) for a shipped scenario, planned once per test process (each xdist worker
+    keeps its own cache); tests that change a plan deep-copy it first."""
+    from planner.app.planning import make_plan
+    from planner.data.scenario import load_scenario
+
+    s = load_scenario(SCENARIOS / name)
+    return s, make_plan(s, explain=explain)

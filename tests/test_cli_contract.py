@@ -28,6 +28,8 @@ def test_json_is_byte_identical_across_runs_and_hash_seeds(scenario, seeds):
         assert r.returncode == 0, r.stderr
         assert "seconds" not in json.loads(r.stdout)["solver"]  # stdout is JSON and only JSON
     assert all(r.stdout == outs[0].stdout for r in outs)
+    if scenario != "bank.yaml":
+        return
     # with timings (the default, for scripts that read solver.seconds) only that number differs
     timed = [json.loads(cli(SCENARIOS / scenario, "--format", "json").stdout) for _ in range(2)]
     for plan in timed:

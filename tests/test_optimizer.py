@@ -7,14 +7,14 @@ the costs up; it uses nothing from options.py, model.py or plan.py's arithmetic.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from conftest import shipped_plan
 
 from planner.app.planning import make_plan
 from planner.data.catalog import load_catalog
-from planner.data.scenario import Scenario, load_scenario
+from planner.data.scenario import Scenario
 from planner.options import shortlist
 from planner.physics import serving, training
 
@@ -44,10 +44,8 @@ def plan(s: Scenario) -> dict:
     return make_plan(s, explain=False)
 
 
-@lru_cache(maxsize=None)
 def shipped(name: str) -> tuple[Scenario, dict]:
-    s = load_scenario(ROOT / "scenarios" / name)
-    return s, plan(s)
+    return shipped_plan(name, explain=False)
 
 
 # --- independent check -----------------------------------------------------------------------------

@@ -111,8 +111,8 @@ def run_cmd(
     except InfeasibleError as exc:
         if fmt == Format.json:
             emit(tables.to_json({"status": "infeasible", "scenario": str(scenario),
-                                 "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations,
-                                 **exc.payload}), output, force)
+                                 "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations}),
+                 output, force)
         raise
     if plan["status"] != "optimal":
         gap = plan["solver"].get("gap")

@@ -72,8 +72,6 @@ def plan_text(plan: dict) -> str:
         lines += _check_lines(job, False)
         lines.append("")
     lines += _explanation_lines(plan, False)
-    for section in plan.get("report_sections", []):
-        lines += [section["title"], section["text"], ""]
     s = plan["solver"]
     gap = "" if s.get("gap") in (None, 0) else (
         f", within {s['gap']:.2%} of optimal" if plan["status"] == "optimal" else f", gap up to {s['gap']:.2%}")
@@ -100,8 +98,6 @@ def plan_markdown(plan: dict) -> str:
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")
     lines += _explanation_lines(plan, True)
-    for section in plan.get("report_sections", []):
-        lines += [f"## {section['title']}", "", section.get("markdown", section["text"]), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -67,9 +67,8 @@ class InfeasibleError(PlannerError):
 
     exit_code = 3
 
-    def __init__(self, diagnosis: Diagnosis, payload: dict | None = None):
+    def __init__(self, diagnosis: Diagnosis):
         self.diagnosis = diagnosis
-        self.payload = payload or {}
         super().__init__(diagnosis.summary)
 
 

@@ -159,6 +159,10 @@ class RLJob(JobBase):
     rollout_tokens_per_s: float = Field(gt=0, le=1e9, description="generated tokens per second, all rollouts")
     rollout_context_tokens: int = Field(16384, ge=1, le=10_000_000)
     min_tokens_per_s_per_rollout: float = Field(20.0, ge=0.1, le=100_000)
+    rollout_prompt_tokens: int = Field(2048, ge=1, le=10_000_000, description=(
+        "longest prompt of a rollout in tokens; a rollout's prompt is a quarter of its context up to this"))
+    trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description="sequence length of the trainer's steps, tokens")
+    lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the trainer when method is lora")
     precision: ServePrecision = "bf16"
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24)

@@ -30,12 +30,6 @@ def trend_for(s: Scenario, accelerator: str) -> Trend:
     return Trend(**got)
 
 
-def demand_factor(job, year: int) -> float:
-    if job.demand_multipliers:
-        return job.demand_multipliers[year - 1]
-    return (1.0 + job.growth_per_year) ** (year - 1)
-
-
 def check_multiyear(s: Scenario) -> None:
     """Per-year settings that only make sense against the horizon; every problem at once (exit 2)."""
     problems = []

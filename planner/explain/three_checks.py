@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from planner.data import jobs
 from planner.data.money import unit_cost_text
 from planner.options import build as options
 from planner.physics import serving, training
@@ -136,7 +137,7 @@ def _fleet(fleet: list[dict]) -> str:
 def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
     """The fastest single-user speed (or quickest first token) any allowed system reaches."""
     rl = job.stage == "rl"
-    wl = options.rollout_workload(job) if rl else options.serve_workload(job)
+    wl = jobs.rollout_workload(job) if rl else jobs.serve_workload(job)
     target = job.min_tokens_per_s_per_rollout if rl else job.min_tokens_per_s_per_user
     max_ttft = None if rl else job.max_ttft_s
     fast = quick = None

@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 import pulp
 
 from planner.data.catalog import Catalog, Offer
+from planner.data.constants import HOURS_PER_YEAR
+from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.options import shortlist
-from planner.options.build import hours_per_year
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Demand, Options
 from planner.physics import costs
 
-HOURS = costs.HOURS_PER_YEAR
+HOURS = HOURS_PER_YEAR
 
 
 @dataclass

@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model
 from planner.milp.solve import SolveResult
-from planner.options import build as options
 from planner.physics import costs
 
-HOURS = costs.HOURS_PER_YEAR
+HOURS = HOURS_PER_YEAR
 
 
 def r2(x: float | None, nd: int = 2) -> float | None:
@@ -126,7 +127,7 @@ def _usage(fm, res) -> dict[str, dict[str, float]]:
     use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for (dk, i, oid), v in fm.y.items():
         d = fm.options.demands[dk]
-        use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * options.hours_per_year(d)
+        use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * hours_per_year(d)
     for (dk, i, oid), v in fm.x.items():
         opt, d = fm.options.batch[dk][i], fm.options.demands[dk]
         hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
@@ -210,13 +211,13 @@ def _unit_cost(job, cost, placements, fm, res, keys) -> dict:
         if not served:
             return {"usd_per_million_tokens": None}
         tps = sum(p["users_served"] * p["tokens_per_s_per_user"] for p in placements) / served
-        tokens = served * tps * 3600 * job.hours_per_day * 365
+        tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR
         return {"usd_per_million_tokens": r2(cost / tokens * 1e6, 4), "output_tokens_per_year": r2(tokens, 0),
                 "usd_per_user_per_year": r2(cost / max(served, 1))}
     if job.stage in ("finetune", "pretrain"):
         return {"usd_per_run": r2(cost / job.runs_per_year)}
     if job.stage == "rl":
-        return {"usd_per_day": r2(cost / 365)}
+        return {"usd_per_day": r2(cost / DAYS_PER_YEAR)}
     return {"usd_per_device_per_year": r2(cost / max(job.devices, 1))}
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from planner.data.constants import HOURS_PER_YEAR
+from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.data.years import year_caps
 from planner.milp.readout import (
@@ -26,9 +28,8 @@ from planner.milp.readout import (
 )
 from planner.milp.solve import SolveResult
 from planner.milp.years import OPEX, YearModel, active
-from planner.options import build as options
 
-HOURS = 8760.0
+HOURS = HOURS_PER_YEAR
 
 
 # --- reading the solution ------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def _usage(ym: YearModel, res, t: int) -> dict[str, dict[str, float]]:
     for (dk, i, oid, tt), v in ym.y.items():
         if tt == t:
             d = ym.options.demands[dk]
-            use[oid][dk] += _val(res, v) * ym.options.serve[dk][i].accelerator_slots * options.hours_per_year(d)
+            use[oid][dk] += _val(res, v) * ym.options.serve[dk][i].accelerator_slots * hours_per_year(d)
     for (dk, i, oid, tt), v in ym.x.items():
         if tt == t:
             opt = ym.options.batch[dk][i]

@@ -128,9 +128,3 @@ def _gap(fm: FleetModel, objective: float) -> float | None:
     if bound is None or objective <= 0:
         return None
     return max(0.0, (objective - bound) / abs(objective))
-
-
-def value(result: SolveResult, var) -> float:
-    if not result.ok:
-        raise SolverError("no solution values: the solve did not succeed")
-    return result.values.get(var.name, 0.0)

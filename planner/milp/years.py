@@ -44,15 +44,16 @@ from dataclasses import dataclass, field
 import pulp
 
 from planner.data.catalog import Catalog, Offer
+from planner.data.constants import HOURS_PER_YEAR
+from planner.data.jobs import demands_of_job, hours_per_year
 from planner.data.scenario import Scenario
-from planner.data.years import Trend, demand_factor, life_years, trend_for, year_caps
+from planner.data.years import Trend, life_years, trend_for, year_caps
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
-from planner.options.build import hours_per_year
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Options
 from planner.physics import costs
 
-HOURS = costs.HOURS_PER_YEAR
+HOURS = HOURS_PER_YEAR
 RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
 OPEX = ("support", "hosting", "power", "rental", "reserved")
 
@@ -103,14 +104,11 @@ class YearModel(Registry):
         return pulp.lpSum(terms)
 
     def demand_at(self, dk: str, year: int) -> float:
+        """Demand dk's size in `year` (data.jobs.demands_of_job): users, runs per year or units."""
         d = self.options.demands[dk]
         job = next(j for j in self.scenario.jobs if j.name == d.job)
-        g = demand_factor(job, year)
-        if d.kind == "serve":
-            return math.ceil(d.users * g - 1e-9)
-        if d.kind == "edge":
-            return math.ceil(d.units * g - 1e-9)
-        return d.runs_per_year * g
+        now = next(x for x in demands_of_job(job, year) if x.key == dk)
+        return {"serve": now.users, "edge": now.units}.get(d.kind, now.runs_per_year)
 
 
 def _cap(ym: YearModel, o: Offer) -> int:

@@ -8,16 +8,16 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 
 from __future__ import annotations
 
-import math
-
-from planner.data.catalog import Catalog, Offer, System
+from planner.data.catalog import Catalog, System
+from planner.data.jobs import (  # noqa: F401
+    demands_of,
+    hours_per_year,
+    rollout_workload,
+    serve_workload,
+)
 from planner.data.scenario import (
     EdgeJob,
-    FinetuneJob,
-    PretrainJob,
-    RLJob,
     Scenario,
-    ServeJob,
 )
 from planner.options.eligibility import (
     allowed_offers,
@@ -26,7 +26,7 @@ from planner.options.eligibility import (
     kind_phrase,
 )
 from planner.options.types import BatchOption, Demand, EdgeOption, Options, ServeOption
-from planner.physics import costs, serving, training
+from planner.physics import serving, training
 
 MAX_TP_DENSE = 16
 MAX_TP_MOE = 64
@@ -37,16 +37,8 @@ KEEP_PER_SYSTEM = 4  # serving configurations kept per system after pruning
 
 # --- serving ------------------------------------------------------------------------------------
 
-def serve_workload(job: ServeJob) -> serving.Workload:
-    return serving.Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens,
-                            job.context_tokens)
 
 
-def rollout_workload(job: RLJob) -> serving.Workload:
-    ctx = job.rollout_context_tokens
-    prompt = max(1, min(2048, ctx // 4))
-    kv = "fp8" if job.precision in ("fp8", "fp4") else "bf16"
-    return serving.Workload(job.precision, kv, prompt, max(1, ctx - prompt), ctx)
 
 
 def replica_slots(replica: int, system: System) -> float | None:
@@ -222,27 +214,6 @@ def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[Edge
 
 # --- everything ---------------------------------------------------------------------------------
 
-def demands_of(s: Scenario) -> list[Demand]:
-    out = []
-    for j in s.jobs:
-        if isinstance(j, ServeJob):
-            out.append(Demand(j.name, j.name, "serve", users=j.concurrent_users, hours_per_day=j.hours_per_day,
-                              latency_critical=j.latency_critical, priority=j.priority))
-        elif isinstance(j, FinetuneJob):
-            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
-                              max_hours_per_run=j.max_hours_per_run, priority=j.priority))
-        elif isinstance(j, PretrainJob):
-            out.append(Demand(j.name, j.name, "batch", runs_per_year=j.runs_per_year,
-                              max_hours_per_run=j.max_days * 24, priority=j.priority))
-        elif isinstance(j, RLJob):
-            users = math.ceil(j.rollout_tokens_per_s / j.min_tokens_per_s_per_rollout)
-            out.append(Demand(f"{j.name}/rollout", j.name, "serve", users=users, hours_per_day=j.hours_per_day,
-                              priority=j.priority))
-            out.append(Demand(f"{j.name}/trainer", j.name, "batch", runs_per_year=365,
-                              max_hours_per_run=j.hours_per_day, priority=j.priority))
-        elif isinstance(j, EdgeJob):
-            out.append(Demand(j.name, j.name, "edge", units=j.devices, priority=j.priority))
-    return out
 
 
 def build(s: Scenario, cat: Catalog) -> Options:
@@ -312,20 +283,11 @@ def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
 
 def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
     if d.kind == "serve":
-        if isinstance(job, RLJob):
-            return serve_configs(m, acc, system, rollout_workload(job), job.min_tokens_per_s_per_rollout,
-                                 None, d.key, cache)
-        return serve_configs(m, acc, system, serve_workload(job), job.min_tokens_per_s_per_user,
-                             job.max_ttft_s, d.key, cache)
+        return serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache)
     if d.kind == "batch":
-        if isinstance(job, FinetuneJob):
-            return batch_configs(m, acc, system, job.method, job.dataset_tokens * job.epochs,
-                                 job.sequence_tokens, job.lora_rank, "bf16", d.max_hours_per_run, d.key)
-        if isinstance(job, PretrainJob):
-            return batch_configs(m, acc, system, "pretrain", job.training_tokens, job.sequence_tokens, 16,
-                                 job.precision, d.max_hours_per_run, d.key)
-        return batch_configs(m, acc, system, job.method if job.method == "full" else "lora",
-                             job.train_tokens_per_day, 8192, 16, "bf16", d.max_hours_per_run, d.key)
+        r = d.train
+        return batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,
+                             d.max_hours_per_run, d.key)
     opt, why = edge_config(job, m, acc, system, d.key)
     return ([opt] if opt else []), why
 
@@ -337,12 +299,3 @@ def _policy_reason(acc_id: str, cat: Catalog, opts: Options) -> str:
     if not reasons:
         return "no offer in the catalog"
     return "; ".join(reasons[:2])
-
-
-def hours_per_year(d: Demand) -> float:
-    return d.hours_per_day * 365.0
-
-
-def owned_busy_usd_per_slot_hour(offer: Offer, system: System, site) -> float:
-    """Busy power cost per accelerator-hour on an owned system."""
-    return costs.busy_usd_per_hour(offer, system, site) / system.accelerators

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 
-from planner.options.build import hours_per_year
+from planner.data.constants import HOURS_PER_YEAR
+from planner.data.jobs import hours_per_year
 from planner.options.types import Options
 from planner.physics import costs
 
@@ -58,7 +59,7 @@ def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
     opt = opts.batch[dk][i]
     run_h = costs.run_hours(opt.hours_per_run, o.acquisition)
     if owned:
-        return opt.accelerators * run_h * d.runs_per_year * (fixed / costs.HOURS_PER_YEAR + busy) / per
+        return opt.accelerators * run_h * d.runs_per_year * (fixed / HOURS_PER_YEAR + busy) / per
     systems = max(1, math.ceil(opt.accelerators / per))
     return systems * run_h * o.price_usd_per_hour * d.runs_per_year
 
@@ -120,7 +121,7 @@ def standalone_owned_batch_cost(s, cat, opts, dk: str, i: int, oid: str) -> floa
     system = cat.systems[o.system]
     per = system.accelerators
     acc_hours = opt.accelerators * opt.hours_per_run * d.runs_per_year
-    n = max(math.ceil(opt.accelerators / per), math.ceil(acc_hours / (per * costs.HOURS_PER_YEAR) - 1e-9))
+    n = max(math.ceil(opt.accelerators / per), math.ceil(acc_hours / (per * HOURS_PER_YEAR) - 1e-9))
     fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
     return n * fixed + acc_hours / per * costs.busy_usd_per_hour(o, system, s.site)
 

@@ -5,22 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.data.catalog import Offer
-
-
-@dataclass(frozen=True)
-class Demand:
-    """One thing the fleet must provide: users of a serving job, or the runs of a batch job."""
-
-    key: str  # unique; equals the job name, or "<job>/rollout", "<job>/trainer" for RL
-    job: str
-    kind: str  # serve | batch | edge
-    users: int = 0
-    hours_per_day: float = 24.0
-    runs_per_year: float = 0.0
-    max_hours_per_run: float = 0.0
-    units: int = 0
-    latency_critical: bool = False
-    priority: float = 1.0
+from planner.data.jobs import Demand  # noqa: F401  (options are per demand)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ and serving never uses spot unless the policy allows it (and latency-critical se
 from __future__ import annotations
 
 from planner.data.catalog import Offer, System
+from planner.data.constants import HOURS_PER_YEAR
 
-HOURS_PER_YEAR = 8760.0
 IDLE_POWER_FRACTION = 0.3
 """Share of full power drawn by an idle server (GPUs idle near 10-15% of TDP, hosts, fans and
 network much higher) [derived; check against your own meters]."""
@@ -83,13 +83,6 @@ def is_owned(offer: Offer) -> bool:
     return offer.acquisition in ("buy", "reserved-1y", "reserved-3y")
 
 
-def owned_usd_per_accelerator_hour(offer: Offer, system: System, site, discount_rate: float,
-                                   busy_hours_per_year: float) -> float:
-    """Cost of one owned accelerator per busy hour when the system is busy `busy_hours_per_year`
-    hours a year: its fixed yearly cost spread over those hours, plus busy power."""
-    fixed = sum(owned_fixed_usd_per_year(offer, system, site, discount_rate).values())
-    hours = max(busy_hours_per_year, 1e-9)
-    return (fixed / hours + busy_usd_per_hour(offer, system, site)) / system.accelerators
 
 
 def break_even_utilisation(buy: Offer, rent: Offer, system: System, site, discount_rate: float) -> float:

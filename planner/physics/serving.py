@@ -41,36 +41,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.data.catalog import Accelerator, Model
+from planner.data.jobs import Workload  # noqa: F401  (the request shape the physics reads)
 from planner.physics import arch
 from planner.physics.calibration import Calibration, default
 
 GB = 1e9
 GIB = 2**30
 ACTIVATION_BYTES = 2  # bf16 activations on the wire for all-reduces
-
-
-@dataclass(frozen=True)
-class Workload:
-    precision: str = "bf16"
-    kv_precision: str = "bf16"
-    input_tokens: int = 1024
-    output_tokens: int = 256
-    context_tokens: int | None = None
-    """KV reserved per sequence; default input + output."""
-
-    @property
-    def kv_tokens(self) -> int:
-        return self.context_tokens or (self.input_tokens + self.output_tokens)
-
-    @property
-    def avg_context(self) -> float:
-        """Average tokens in the KV cache over a sequence's decode: input + output/2 for one
-        request; when the sequence is a conversation holding up to `context_tokens`, at least
-        half of that (its history fills the cache between turns)."""
-        one_request = self.input_tokens + self.output_tokens / 2
-        if self.context_tokens:
-            return min(self.kv_tokens, max(one_request, self.context_tokens / 2))
-        return min(self.kv_tokens, one_request)
 
 
 @dataclass(frozen=True)

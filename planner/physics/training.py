@@ -30,7 +30,6 @@ GIB = 2**30
 STATE_BYTES_FULL = 16.0
 ADAPTER_STATE_BYTES = 16.0
 FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
-LORA_TARGETS = "q, k, v, o, gate, up, down"
 
 
 @dataclass

@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from planner.data.catalog import Catalog, Offer
 from planner.data.scenario import (
-    EdgeJob,
-    FinetuneJob,
-    PretrainJob,
-    RLJob,
     Scenario,
-    ServeJob,
 )
-from planner.physics import costs, serving
 
 REL = 0.005  # cost sums, rounding of reported numbers
 
@@ -26,8 +19,6 @@ USD = 1.0  # absolute slack on dollar sums (values are rounded to cents)
 
 TIGHT = 1e-6  # physics inequalities (the optimizer used the same functions)
 
-
-HOURS_PER_YEAR = costs.HOURS_PER_YEAR
 
 
 EDGE_KINDS = {"robot": ("edge",), "desk": ("workstation",), "phone": (), "any": ("edge", "workstation")}
@@ -60,63 +51,6 @@ class Verification:
         lines = [f"plan failed verification: {len(self.failures)} of "
                  f"{self.passed + len(self.failures)} checks failed"]
         return "\n".join(lines + ["  - " + f for f in self.failures])
-
-
-@dataclass(frozen=True)
-class Part:
-    """One thing a job asks of the fleet, re-derived from the scenario."""
-
-    key: str
-    kind: str  # serve | batch | edge
-    users: int = 0
-    hours_per_day: float = 24.0
-    target_tps: float = 0.0
-    max_ttft_s: float | None = None
-    workload: serving.Workload | None = None
-    latency_critical: bool = False
-    runs_per_year: float = 0.0
-    deadline_h: float = 0.0
-    train: tuple = ()  # (method, tokens, seq, rank, precision)
-
-
-def demand_factor(job, year: int) -> float:
-    """Year `year`'s demand over year 1's: demand_multipliers if given, else compound growth."""
-    if job.demand_multipliers:
-        return job.demand_multipliers[min(year, len(job.demand_multipliers)) - 1]
-    return (1.0 + job.growth_per_year) ** (year - 1)
-
-
-def _scaled(count: int, g: float) -> int:
-    return count if g == 1 else math.ceil(count * g - 1e-9)
-
-
-def parts_of(job, year: int = 1) -> list[Part]:
-    """The demands a job makes in `year`: serving users, batch runs, or edge units (RL: rollouts +
-    trainer), year 1's scaled by its growth."""
-    g = demand_factor(job, year)
-    if isinstance(job, ServeJob):
-        wl = serving.Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens,
-                              job.context_tokens)
-        return [Part(job.name, "serve", _scaled(job.concurrent_users, g), job.hours_per_day,
-                     job.min_tokens_per_s_per_user, job.max_ttft_s, wl, job.latency_critical)]
-    if isinstance(job, FinetuneJob):
-        return [Part(job.name, "batch", runs_per_year=job.runs_per_year * g, deadline_h=job.max_hours_per_run,
-                     train=(job.method, job.dataset_tokens * job.epochs, job.sequence_tokens, job.lora_rank, "bf16"))]
-    if isinstance(job, PretrainJob):
-        return [Part(job.name, "batch", runs_per_year=job.runs_per_year * g, deadline_h=job.max_days * 24,
-                     train=("pretrain", job.training_tokens, job.sequence_tokens, 16, job.precision))]
-    if isinstance(job, RLJob):
-        ctx = job.rollout_context_tokens
-        prompt = max(1, min(2048, ctx // 4))
-        wl = serving.Workload(job.precision, "fp8" if job.precision in ("fp8", "fp4") else "bf16", prompt,
-                              max(1, ctx - prompt), ctx)
-        users = math.ceil(job.rollout_tokens_per_s / job.min_tokens_per_s_per_rollout)
-        return [Part(f"{job.name}/rollout", "serve", _scaled(users, g), job.hours_per_day,
-                     job.min_tokens_per_s_per_rollout, None, wl),
-                Part(f"{job.name}/trainer", "batch", runs_per_year=365 * g, deadline_h=job.hours_per_day,
-                     train=("full" if job.method == "full" else "lora", job.train_tokens_per_day, 8192, 16, "bf16"))]
-    assert isinstance(job, EdgeJob)
-    return [Part(job.name, "edge", users=_scaled(job.devices, g))]
 
 
 def offer_problem(o: Offer, s: Scenario, cat: Catalog) -> str:

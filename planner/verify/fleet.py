@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 from planner.data.catalog import Catalog, Offer
+from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
 from planner.physics import costs
 from planner.verify.common import (
-    HOURS_PER_YEAR,
     REL,
     TIGHT,
     USD,

@@ -7,13 +7,13 @@ import math
 from collections import defaultdict
 
 from planner.data.catalog import Catalog, Offer
+from planner.data.jobs import Demand, hours_per_year
 from planner.data.scenario import Scenario
 from planner.physics import costs, serving, training
 from planner.physics.calibration import default as calibration
 from planner.verify.common import (
     EDGE_KINDS,
     TIGHT,
-    Part,
     Verification,
     close,
     offer_problem,
@@ -37,7 +37,7 @@ def _site_ok(o: Offer, system, s: Scenario) -> bool:
     return not (o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"))
 
 
-def check_serve(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
     cap_batch = calibration().max_batch
     supply = 0
@@ -65,8 +65,8 @@ def check_serve(part: Part, job, placed, short, s, cat, v, ledger) -> None:
         v.check("memory", upr <= fit and upr <= cap_batch,
                 f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
         est = serving.estimate(m, acc, part.workload, tp, pp, upr)
-        v.check("latency", est.tokens_per_s_per_user >= part.target_tps * (1 - TIGHT),
-                f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.target_tps:g}")
+        v.check("latency", est.tokens_per_s_per_user >= part.min_tokens_per_s * (1 - TIGHT),
+                f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.min_tokens_per_s:g}")
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
                 f"{where}: reports {p['tokens_per_s_per_user']} tok/s per user, physics gives "
                 f"{est.tokens_per_s_per_user:.2f}")
@@ -76,7 +76,7 @@ def check_serve(part: Part, job, placed, short, s, cat, v, ledger) -> None:
         supply += reps * upr
         per_system = system.accelerators // replica if replica <= system.accelerators else 1
         by_offer[o.id].append((reps, per_system, upr))
-        hours = part.hours_per_day * 365
+        hours = hours_per_year(part)
         if owned(o):
             ledger.serve_slots[o.id] += reps * slot
             ledger.slot_hours[o.id] += reps * slot * hours
@@ -94,9 +94,10 @@ def check_serve(part: Part, job, placed, short, s, cat, v, ledger) -> None:
                     f"'{part.key}': with one system of {oid} down, {supply - lost} of {part.users} users remain")
 
 
-def check_batch(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
-    method, tokens, seq, rank, precision = part.train
+    r = part.train
+    method, tokens, seq, rank, precision = r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision
     share_sum = 0.0
     for p in placed:
         got = _offer_of(p, cat, v, "batch")
@@ -113,8 +114,8 @@ def check_batch(part: Part, job, placed, short, s, cat, v, ledger) -> None:
         est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
         hours = costs.run_hours(est.hours, o.acquisition)  # spot: restarts after reclaims
         v.check("memory", est.fits, f"{where}: {est.reason}")
-        v.check("deadline", hours <= part.deadline_h * (1 + TIGHT),
-                f"{where}: {hours:,.1f} h per run, deadline {part.deadline_h:g} h")
+        v.check("deadline", hours <= part.max_hours_per_run * (1 + TIGHT),
+                f"{where}: {hours:,.1f} h per run, deadline {part.max_hours_per_run:g} h")
         v.check("deadline", close(hours, p["hours_per_run"], 0.01, 0.001),
                 f"{where}: reports {p['hours_per_run']} h per run, physics gives {hours:.3f}")
         share = p["share_of_runs"]
@@ -133,7 +134,7 @@ def check_batch(part: Part, job, placed, short, s, cat, v, ledger) -> None:
             f"'{part.key}': placements cover {share_sum:.4f} of its runs" + (f" (+{short:.1%} unserved)" if short else ""))
 
 
-def check_edge(part: Part, job, placed, short, s, cat, v, ledger) -> None:
+def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
     prec = job.precision
     wl = serving.Workload(prec, "fp8" if prec in ("fp8", "fp4") else "bf16", max(1, job.context_tokens // 2),
@@ -162,5 +163,5 @@ def check_edge(part: Part, job, placed, short, s, cat, v, ledger) -> None:
         ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (
             costs.annuity(rate, o.useful_life_years) + s.site.support_fraction_per_year)
         ledger.uses[o.id].add("edge")
-    v.check("demand", units >= part.users * (1 - short) - 1e-9 or (short and units == 0),
-            f"'{part.key}': {units} of {part.users} devices placed")
+    v.check("demand", units >= part.units * (1 - short) - 1e-9 or (short and units == 0),
+            f"'{part.key}': {units} of {part.units} devices placed")

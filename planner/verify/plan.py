@@ -27,8 +27,9 @@ Then for the fleet as a whole:
 from __future__ import annotations
 
 from planner.data.catalog import Catalog
+from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
-from planner.verify.common import Ledger, Verification, parts_of
+from planner.verify.common import Ledger, Verification
 from planner.verify.fleet import check_fleet, check_totals
 from planner.verify.placements import check_batch, check_edge, check_serve
 from planner.verify.years import verify_years
@@ -66,7 +67,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
         v.check("plan", pj["stage"] == job.stage and pj["model"] == job.model,
                 f"job '{job.name}' is reported as {pj['stage']} {pj['model']}")
         unserved = pj.get("unserved") or {}
-        for part in parts_of(job, last):
+        for part in demands_of_job(job, last):
             placed = [p for p in pj["placements"] if p["part"] == part.key]
             gap = unserved.get(part.key) or {}
             short = gap.get("share", 0.0) or 0.0

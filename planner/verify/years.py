@@ -1,8 +1,9 @@
-"""The verifier's checks for multi-year plans (see planner/verify.py for the single-period ones)."""
+"""The verifier's checks for multi-year plans (see planner/verify/plan.py for the single-period ones)."""
 
 from __future__ import annotations
 
 from planner.data.catalog import Catalog
+from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.verify.common import (
     REL,
@@ -11,7 +12,6 @@ from planner.verify.common import (
     Verification,
     close,
     offer_problem,
-    parts_of,
 )
 
 
@@ -25,8 +25,8 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
     jobs = {j.name: j for j in s.jobs}
     for y in years:
         t = y["year"]
-        want = {p.key: (p.users if p.kind in ("serve", "edge") else p.runs_per_year)
-                for j in jobs.values() for p in parts_of(j, t)}
+        want = {p.key: {"serve": p.users, "edge": p.units}.get(p.kind, p.runs_per_year)
+                for j in jobs.values() for p in demands_of_job(j, t)}
         got = y.get("demand", {})
         v.check("years", sorted(got) == sorted(want) and all(close(got[k], want[k], 1e-3, 1e-3) for k in want),
                 f"year {t}: demand {got}, the scenario's growth gives {want}")
