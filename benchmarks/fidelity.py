@@ -49,6 +49,7 @@ def load_rows(path: Path = DATA) -> list[dict]:
         r["concurrency"] = int(r["concurrency"]) if r.get("concurrency") else None
         r["measured"] = float(r["measured"])
         r["fit"] = r.get("fit", "1").strip() != "0"
+        r["engine"] = (r.get("engine") or "").strip() or None
         rows.append(r)
     return rows
 
@@ -128,6 +129,27 @@ def summary(results) -> dict[str, tuple[int, float, float]]:
     return out
 
 
+def metric_lines(results) -> list[str]:
+    """The issue-14 summary lines: decode TPOT median |error| and signed median, per engine, and
+    TTFT median |error| (rows marked fit = 1)."""
+    res = [t for t in results if t[0]["fit"]]
+    tpot = [(r, e) for r, _, e in res if r["metric"] == "tpot_ms"]
+    ttft = [e for r, _, e in res if r["metric"] == "ttft_ms"]
+    lines = []
+    if tpot:
+        errs = [e for _, e in tpot]
+        lines.append(f"decode TPOT ({len(errs)} rows): median |error| {statistics.median(abs(e) for e in errs):.1f}%, "
+                     f"signed median {statistics.median(errs):+.1f}%")
+        for eng in sorted({r["engine"] or "unknown" for r, _ in tpot}):
+            es = [e for r, e in tpot if (r["engine"] or "unknown") == eng]
+            lines.append(f"  {eng:9} ({len(es):3} rows): median |error| {statistics.median(abs(e) for e in es):.1f}%, "
+                         f"signed median {statistics.median(es):+.1f}%")
+    if ttft:
+        lines.append(f"TTFT at the benchmark's concurrency ({len(ttft)} rows): median |error| "
+                     f"{statistics.median(abs(e) for e in ttft):.1f}%, signed median {statistics.median(ttft):+.1f}%")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, default=DATA)
@@ -152,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(results)
     for sec, (n, med, worst) in s.items():
         print(f"{sec:8} {n:>5} {med:>12.1f}% {worst:>11.1f}%")
+    print()
+    for line in metric_lines(results):
+        print(line)
     _, med, worst = s["overall"]
     ok = med <= TARGET_MEDIAN and worst <= TARGET_WORST
     print(f"\ntargets: median <= {TARGET_MEDIAN:.0f}% and worst <= {TARGET_WORST:.0f}%: {'met' if ok else 'MISSED'}")
