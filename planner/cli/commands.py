@@ -356,8 +356,16 @@ def _route(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = _route(list(sys.argv[1:] if argv is None else argv))
+    from planner.cli.signals import Interrupted, guarded
+
     try:
-        app(args=argv, prog_name="plan", standalone_mode=False)
+        with guarded():
+            code = app(args=argv, prog_name="plan", standalone_mode=False)
+        if isinstance(code, int) and code:  # typer returns an Exit's code in non-standalone mode
+            sys.exit(code)
+    except Interrupted as exc:
+        typer.echo(f"interrupted by {exc}: the solver was stopped and nothing was written", err=True)
+        sys.exit(exc.exit_code)
     except PlannerError as exc:
         _report_error(exc)
         sys.exit(exc.exit_code)

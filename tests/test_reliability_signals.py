@@ -1,0 +1,77 @@
+"""Ctrl-C and `kill` on a real solve: exit 130/143, one stderr line, the CBC child ended, its temporary
+files removed and nothing written to --output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, SCENARIOS
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to watch the solver process")
+
+
+def _slow_scenario(tmp_path):
+    """annual-budget.yaml with N+1 redundancy and a wide budget: about a minute of CBC search."""
+    text = (SCENARIOS / "annual-budget.yaml").read_text()
+    text = text.replace("redundancy: none", "redundancy: n+1  #").replace("usd_per_year: 170000",
+                                                                        "usd_per_year: 900000")
+    path = tmp_path / "slow.yaml"
+    path.write_text(text)
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    if int(fh.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                        out.append(int(name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig,code,name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_signal_during_solve_stops_cbc_and_writes_nothing(tmp_path, sig, code, name):
+    scenario = _slow_scenario(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "plan.json"
+    env = {**os.environ, "TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "planner", str(scenario), "--format", "json", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        deadline, cbc = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not cbc and proc.poll() is None:
+            time.sleep(0.1)
+            cbc = _children(proc.pid)
+        assert cbc, "the solver never started: " + proc.stderr.read().decode()[-500:]
+        time.sleep(1.0)  # well inside the search
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = stderr.decode().strip().splitlines()
+    assert proc.returncode == code, stderr.decode()
+    assert len(lines) == 1 and lines[0].startswith(f"interrupted by {name}"), lines
+    assert stdout == b""
+    assert not out.exists()
+    assert not any(_alive(p) for p in cbc), "the CBC child still runs"
+    assert list(tmp.iterdir()) == [], "temporary files left behind"
