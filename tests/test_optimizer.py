@@ -171,19 +171,22 @@ BUY_H100 = {"acquisition": ["buy"], "accelerators": ["h100-sxm"]}
 
 
 def _worst_case_users(p: dict, cat) -> int:
-    """Users still served with the worst single system of each offer down (replicas packed whole)."""
+    """Users still served with the worst single system down: its replicas restart on the free
+    accelerators of the other systems of the same pool (slots per replica tile a system), so a pool
+    survives any one failure when its replicas fit on one system fewer than it holds."""
     places = [pl for j in p["jobs"] for pl in j["placements"]]
     total = sum(pl["replicas"] * pl["users_per_replica"] for pl in places)
     worst = 0
     for f in p["fleet"]:
         per = cat.systems[f["system"]].accelerators
-        lost = 0
-        for pl in places:
-            if pl["offer"] != f["offer"]:
-                continue
-            a = pl["accelerators_per_replica"]
-            per_box = per // a if a <= per else 1
-            lost += min(pl["replicas"], per_box) * pl["users_per_replica"]
+        mine = [pl for pl in places if pl["offer"] == f["offer"]]
+        slots = sum(pl["replicas"] * (per / (per // pl["accelerators_per_replica"])
+                                      if pl["accelerators_per_replica"] <= per else pl["accelerators_per_replica"])
+                    for pl in mine)
+        if slots <= (f["systems"] - 1) * per + 1e-9:
+            continue
+        lost = sum(min(pl["replicas"], per // pl["accelerators_per_replica"] if pl["accelerators_per_replica"] <= per
+                       else 1) * pl["users_per_replica"] for pl in mine)
         worst = max(worst, lost)
     return total - worst
 

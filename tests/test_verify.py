@@ -51,28 +51,33 @@ def test_more_users_per_replica_than_memory_holds(bank):
 
 def test_too_few_systems_for_the_replicas(bank):
     s, cat, plan = bank
+    s = s.model_copy(update={"policy": s.policy.model_copy(update={"redundancy": "none"})})
     bad = copy.deepcopy(plan)
     f = bad["fleet"][0]
     per = f["accelerators"] // f["systems"]
-    f["systems"] -= 1
-    f["accelerators"] -= per
+    f["systems"], f["accelerators"] = 1, per
+    for p in bad["jobs"][0]["placements"]:
+        p["replicas"] *= 2 * per // max(1, sum(q["replicas"] * q["accelerators_per_replica"]
+                                              for q in bad["jobs"][0]["placements"]))
     found = failures(bad, s, cat)
     assert any(x.startswith("[capacity]") and "accelerators at once" in x for x in found), found
     assert any(x.startswith("[costs]") for x in found), found
 
 
 def test_n_plus_one_needs_a_spare(bank):
-    """Remove one replica: demand is still met, but not with one system down."""
+    """Drop the idle spare system: every replica still has a place, but none is left for a failure."""
     s, cat, plan = bank
     bad = copy.deepcopy(plan)
-    p = bad["jobs"][0]["placements"][0]
-    total = p["replicas"] * p["users_per_replica"]
-    p["replicas"] -= 1
-    # an N+1 plan always holds more than the demand, so one replica can go and demand is still met
-    assert p["replicas"] * p["users_per_replica"] >= s.jobs[0].concurrent_users
-    assert total > s.jobs[0].concurrent_users
+    f = bad["fleet"][0]
+    per = f["accelerators"] // f["systems"]
+    used = sum(p["replicas"] * p["accelerators_per_replica"] for p in bad["jobs"][0]["placements"])
+    assert used <= (f["systems"] - 1) * per  # the plan keeps one system free
+    f["systems"] -= 1
+    f["accelerators"] -= per
+    no_spare = s.model_copy(update={"policy": s.policy.model_copy(update={"redundancy": "none"})})
+    assert not any(x.startswith(("[capacity]", "[redundancy]")) for x in failures(bad, no_spare, cat))
     found = failures(bad, s, cat)
-    assert any(x.startswith("[redundancy]") and "with one system of" in x for x in found), found
+    assert any(x.startswith("[redundancy]") and "one spare system kept free (N+1)" in x for x in found), found
 
 
 def test_under_reported_cost(bank):

@@ -49,9 +49,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             what = "concurrent rollout" if rl else "concurrent user"
             demand_row = fm.rows[("demand", dk)]
             supply = d.users + shadow.room(demand_row, res.values)
-            worst = [d.users + shadow.room(c, res.values) for (f, e), c in sorted(fm.rows.items())
-                     if f == "redundancy" and e.rsplit("|", 1)[0] == dk]
-            down = f" ({min(worst):,.0f} with one system down)" if worst else ""
+            down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
             price = "-" if sr is None else _usd(sr, 2)
             msg = (f"one more {what} on '{job.name}' costs {price}/yr with the fleet you own (busy power or "
                    f"hourly rent for part of a replica); the plan serves {supply:,.0f}{down} for {d.users:,} "

@@ -2,10 +2,10 @@
 
 Short run, "the fleet you own": the owned systems n[o] and the binary placements b, z, e are fixed
 at the plan's values (lowBound = upBound); serving replicas y, hourly rentals r, batch shares x and
-N+1 losses m become continuous, and the LP is re-solved. The dual of a row is
+and the N+1 spares u stay fixed with the fleet, and the LP is re-solved. The dual of a row is
 d(yearly cost) / d(right-hand side):
-  - serving demand d: users_d is the right-hand side of its demand row and of each of its N+1 rows,
-    so the price of one more concurrent user is the sum of those duals (USD per year per user):
+  - serving demand d: users_d is the right-hand side of its demand row, so the price of one more
+    concurrent user is its dual (USD per year per user):
     busy power of a fraction of a replica on owned systems, or rent by the hour;
   - batch demand d: the shares sum to 1, so the dual is the cost of all its runs; one more run
     costs dual / runs_per_year.
@@ -27,7 +27,7 @@ import pulp
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 
-FIXED_STORES = ("n", "b", "z", "e")
+FIXED_STORES = ("n", "b", "u", "e")
 EPS = 1e-6
 
 
@@ -108,8 +108,7 @@ def _read(fm: FleetModel, res: SolveResult) -> LPPrices:
     for key, c in sorted(fm.rows.items()):
         out.rows[key] = dual(c)
     for dk, d in sorted(fm.options.demands.items()):
-        mine = [key for key in fm.rows if (key[0] == "demand" and key[1] == dk)
-                or (key[0] == "redundancy" and key[1].rsplit("|", 1)[0] == dk)]
+        mine = [key for key in fm.rows if key[0] == "demand" and key[1] == dk]
         price = sum(out.rows[key] for key in mine)
         if d.kind == "batch" and d.runs_per_year:
             price /= d.runs_per_year

@@ -175,7 +175,7 @@ def cheapest_demand_for(acc: str, s, cat, opts) -> str | None:
     return best[1] if best else None
 
 
-STORES = ("n", "y", "r", "x", "b", "e", "m", "z")
+STORES = ("n", "y", "r", "x", "b", "e", "u")
 
 
 def plan_values(fm: FleetModel, res: SolveResult) -> dict:
@@ -190,7 +190,7 @@ def hold(fm: FleetModel, values: dict, free: str) -> None:
     for store in STORES:
         for key, v in getattr(fm, store).items():
             val = values.get((store, key), 0.0)
-            if store == "n":
+            if store == "n" or (store == "u" and isinstance(key, str)):  # owned systems and their spares
                 v.lowBound = val
             elif key[0] != free:
                 v.lowBound = v.upBound = val

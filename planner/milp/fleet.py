@@ -10,7 +10,7 @@ Variables
   x[d,i,o]    [0,1] share of batch demand d's runs done with option i on offer o
   b[d,i,o]    bin   batch option i placed on owned offer o (it must fit there at once)
   e[d,i,o]    bin   edge option i bought from offer o for all of d's units
-  m[d,i,o]    >= 0  replicas lost if one system of offer o fails (redundancy), z[d,i,o] bin
+  u[o], u[d,o] bin  N+1 spare: one idle system held in owned pool o, or in demand d's rentals of o
 
 Objective: minimise yearly cost = sum_o fixed_o n_o (annuity, support, hosting, idle power or the
 reserved commitment) + busy power on owned systems + hourly rentals + edge units.
@@ -121,6 +121,23 @@ def define_serving_variables(fm: FleetModel) -> None:
                 fm.cost("rental", o.price_usd_per_hour * hours, rv)
 
 
+def define_spare_variables(fm: FleetModel) -> None:
+    """N+1 (policy.redundancy: n+1): every pool of serving systems holds one spare, so any one
+    system can fail and its replicas restart on the spare. A pool is an owned offer o (shared by
+    every job) or one demand's hourly rentals of offer o. u = 1 when the pool serves anything:
+      y[d,i,o] <= ceil(users_d / users_i) u_pool        (variable upper bound: tight, no big-M;
+                                                        no demand needs more replicas than its users)
+    and the capacity rows (define_capacity_constraints) keep one system free: slots <= acc_o (n_o - u_o).
+    In the LP relaxation a pool carrying all of a demand has u = 1, so its spare is priced in."""
+    if fm.scenario.policy.redundancy != "n+1":
+        return
+    for (dk, i, oid), yv in sorted(fm.y.items()):
+        d, opt = fm.options.demands[dk], fm.options.serve[dk][i]
+        pool = oid if oid in fm.n else (dk, oid)
+        u = fm.u[pool] if pool in fm.u else fm.var(fm.u, pool, "Binary")  # (an LpVariable is falsy)
+        fm.add("spare-use", (dk, i, oid), yv <= math.ceil(d.users / max(opt.users_per_replica, 1)) * u)
+
+
 def define_batch_variables(fm: FleetModel) -> None:
     """x[d,i,o] share of runs; on owned offers a binary b places the run there (it must fit at once);
     on rentals each run pays systems x run hours x price (spot: hours x SPOT_RESTART_OVERHEAD).
@@ -201,16 +218,17 @@ def define_demand_constraints(fm: FleetModel) -> None:
 
 
 def define_capacity_constraints(fm: FleetModel) -> None:
-    """Owned offer o, at peak: sum_d,i slots_i y[d,i,o] <= accelerators_o n[o] (all serving jobs may
-    run at once; TP groups stay inside one system by construction of the options).
+    """Owned offer o, at peak: sum_d,i slots_i y[d,i,o] <= accelerators_o (n[o] - u[o]) (all serving
+    jobs may run at once, beside the N+1 spare u; TP groups stay inside one system by construction
+    of the options).
     Owned offer o, over the year: sum serve slots y hours_d + sum batch n_i hours_i runs_d x <=
     8760 accelerators_o n[o] (time-sharing: fine-tuning uses hours serving leaves idle).
     A batch run placed on o must fit there at once beside the serving jobs that never pause
     (24 h/day): accelerators_i b + sum_{24h d,i} slots_i y[d,i,o] <= accelerators_o n[o], x <= b.
     Part-day serving jobs are assumed idle at the same hours (nights, weekends), so a run uses
     their slots then; a run longer than that idle window is checkpointed and resumed in the next.
-    Rented offer o for demand d: sum_i slots_i y[d,i,o] <= accelerators_o r[d,o], and no rented
-    system without a replica: r[d,o] <= sum_i ceil(slots_i / accelerators_o) y[d,i,o]
+    Rented offer o for demand d: sum_i slots_i y[d,i,o] <= accelerators_o (r[d,o] - u[d,o]), and no
+    rented system without a replica or the spare: r[d,o] <= sum_i ceil(slots_i / acc_o) y[d,i,o] + u[d,o]
     (trim_rentals then lowers r to exactly ceil(sum_i slots_i y / accelerators_o))."""
     serve_on: dict[str, list] = {}
     for (dk, i, oid), v in fm.y.items():
@@ -223,7 +241,8 @@ def define_capacity_constraints(fm: FleetModel) -> None:
         per = fm.system_of(oid).accelerators
         serving = serve_on.get(oid, [])
         if serving:
-            fm.add("capacity", oid, pulp.lpSum(opt.accelerator_slots * v for opt, _, v in serving) <= per * nv)
+            spare = fm.u.get(oid, 0)
+            fm.add("capacity", oid, pulp.lpSum(opt.accelerator_slots * v for opt, _, v in serving) <= per * (nv - spare))
         if batch_on.get(oid):
             hours = [(opt.accelerator_slots * hours_per_year(d), v) for opt, d, v in serving]
             hours += [(opt.accelerators * opt.hours_per_run * d.runs_per_year, v) for opt, d, v in batch_on[oid]]
@@ -233,11 +252,11 @@ def define_capacity_constraints(fm: FleetModel) -> None:
         need = fm.options.batch[dk][i].accelerators
         always_on = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get(oid, []) if d.hours_per_day >= 24]
         if always_on:
-            fm.add("batch-fit", f"{dk}|{i}|{oid}",
+            fm.add("batch-fit", (dk, i, oid),
                    need * bv + pulp.lpSum(c * v for c, v in always_on) <= per * fm.n[oid])
         else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
-            fm.add("batch-fit", f"{dk}|{i}|{oid}", math.ceil(need / per) * bv <= fm.n[oid])
-        fm.add("batch-link", f"{dk}|{i}|{oid}", fm.x[(dk, i, oid)] <= bv)
+            fm.add("batch-fit", (dk, i, oid), math.ceil(need / per) * bv <= fm.n[oid])
+        fm.add("batch-link", (dk, i, oid), fm.x[(dk, i, oid)] <= bv)
     rented: dict[tuple, list] = {}
     for (dk, i, oid), v in fm.y.items():
         if (dk, oid) in fm.r:
@@ -245,8 +264,9 @@ def define_capacity_constraints(fm: FleetModel) -> None:
     for (dk, oid), rv in sorted(fm.r.items()):
         per = fm.system_of(oid).accelerators
         used = rented.get((dk, oid), [])
-        fm.add("rental", f"{dk}|{oid}", pulp.lpSum(c * v for c, v in used) <= per * rv)
-        fm.add("rental-use", f"{dk}|{oid}", rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in used))
+        spare = fm.u.get((dk, oid), 0)
+        fm.add("rental", (dk, oid), pulp.lpSum(c * v for c, v in used) <= per * (rv - spare))
+        fm.add("rental-use", (dk, oid), rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in used) + spare)
 
 
 def trim_rentals(fm: FleetModel, values: dict[str, float]) -> tuple[dict[str, float], float]:
@@ -261,6 +281,8 @@ def trim_rentals(fm: FleetModel, values: dict[str, float]) -> tuple[dict[str, fl
         slots = sum(fm.options.serve[dk][i].accelerator_slots * round(values.get(v.name, 0.0))
                     for i, o, v in _y_of(fm, dk) if o == oid)
         need = math.ceil(slots / per - 1e-6)
+        if need and (dk, oid) in fm.u:
+            need += 1  # the pool's N+1 spare
         held = round(values.get(rv.name, 0.0))
         if held > need:
             out[rv.name] = float(need)
@@ -281,36 +303,6 @@ def define_availability_constraints(fm: FleetModel) -> None:
         o = fm.offer(oid)
         if o.max_systems is not None and len(vs) > 1:
             fm.add("availability", oid, pulp.lpSum(vs) <= o.max_systems)
-
-
-def define_redundancy_constraints(fm: FleetModel) -> None:
-    """N+1: for each serving demand d and each offer o it uses, demand is met with one system of o
-    down: supply_d - sum_i users_i m[d,i,o] >= users_d, where m[d,i,o] >= min(y[d,i,o], R_i) and R_i
-    = replicas one system holds (1 for a replica spanning systems). The min is made exact with a
-    binary z: m >= R_i z, m >= y - M z, y <= R_i + M z."""
-    if fm.scenario.policy.redundancy != "n+1":
-        return
-    for dk in sorted(fm.options.serve):
-        offers = sorted({oid for _, oid, _ in _y_of(fm, dk)})
-        for oid in offers:
-            per = fm.system_of(oid).accelerators
-            lost = []
-            for i, o, yv in _y_of(fm, dk):
-                if o != oid:
-                    continue
-                opt = fm.options.serve[dk][i]
-                per_system = per // opt.accelerators_per_replica if opt.accelerators_per_replica <= per else 1
-                big = fm.options.demands[dk].users // max(opt.users_per_replica, 1) + per_system + 2
-                mv = fm.var(fm.m, (dk, i, oid), "Continuous", 0, None)
-                zv = fm.var(fm.z, (dk, i, oid), "Binary")
-                fm.add("redundancy-min", f"{dk}|{i}|{oid}|a", mv >= per_system * zv)
-                fm.add("redundancy-min", f"{dk}|{i}|{oid}|b", mv >= yv - big * zv)
-                fm.add("redundancy-min", f"{dk}|{i}|{oid}|c", yv <= per_system + big * zv)
-                lost.append(opt.users_per_replica * mv)
-            short = fm.unserved.get(dk)
-            users = fm.options.demands[dk].users
-            fm.add("redundancy", f"{dk}|{oid}", _supply(fm, dk) - pulp.lpSum(lost)
-                   + (users * short if short is not None else 0) >= users)
 
 
 def define_budget_constraints(fm: FleetModel) -> None:
@@ -360,12 +352,12 @@ FAMILIES = (
     define_pairs,
     define_owned_variables,
     define_serving_variables,
+    define_spare_variables,
     define_batch_variables,
     define_edge_variables,
     define_demand_constraints,
     define_capacity_constraints,
     define_availability_constraints,
-    define_redundancy_constraints,
     define_budget_constraints,
     define_power_constraints,
     define_objective,

@@ -30,13 +30,15 @@ class Registry:
     x: dict = field(default_factory=dict, kw_only=True)
     b: dict = field(default_factory=dict, kw_only=True)
     e: dict = field(default_factory=dict, kw_only=True)
-    m: dict = field(default_factory=dict, kw_only=True)
-    z: dict = field(default_factory=dict, kw_only=True)
+    u: dict = field(default_factory=dict, kw_only=True)
+    """spare binaries (N+1): owned offer (and year) -> u; rented (demand, offer[, year]) -> u"""
     unserved: dict = field(default_factory=dict, kw_only=True)
     slack: dict = field(default_factory=dict, kw_only=True)
     rows: dict = field(default_factory=dict, kw_only=True)
 
-    def add(self, family: str, entity: str, constraint) -> None:
+    def add(self, family: str, entity, constraint) -> None:
+        """Register a constraint under (family, entity); entity is a name or a tuple of names
+        (demand, option index, offer, year), never a string to parse back."""
         key = (family, entity)
         if key in self.rows:
             raise ValueError(f"duplicate constraint {key}")

@@ -17,7 +17,8 @@ Variables (t = year)
                 with tau <= t < tau + N: the owned fleet held in year t, shared by every job
   y[d,i,o,t]  int   replicas; r[d,o,t] int hourly-rented systems; x[d,i,o,t] share of batch runs,
   b[d,i,o,t]  bin   a batch option placed on owned offer o; e[d,i,o,t] int edge units bought;
-  m, z              redundancy (n+1); u[d,t] in [0,1] unserved share (max-coverage mode)
+  u[o,t], u[d,o,t] bin  N+1 spare in an owned pool or in a demand's rentals (fleet.define_spare_variables);
+  unserved[d,t] in [0,1] unserved share (max-coverage mode)
 
 Constraints per year: the families of model.py (demand, capacity, hours, batch fit, rental,
 availability, redundancy, site power) with H[o,t] in place of n[o]; budgets per year in the cash view:
@@ -167,15 +168,9 @@ def define_owned_variables(ym: YearModel) -> None:
                     ym.beyond.append((ym.discount(h) * usd, v, oid))
 
 
-def per_system_replicas(opt, system) -> int:
-    """Replicas of a serving option one system holds (1 for a replica spanning systems)."""
-    per = system.accelerators
-    return per // opt.accelerators_per_replica if opt.accelerators_per_replica <= per else 1
-
-
 def _replicas_max(ym: YearModel, dk: str, opt, system, t: int) -> int:
-    """No plan needs more replicas of one option than the demand plus one system's worth (n+1)."""
-    return math.ceil(ym.demand_at(dk, t) / max(opt.users_per_replica, 1)) + per_system_replicas(opt, system)
+    """No plan needs more replicas of one option than its demand's users fill (N+1 is a spare system)."""
+    return math.ceil(ym.demand_at(dk, t) / max(opt.users_per_replica, 1))
 
 
 def define_serving_variables(ym: YearModel) -> None:
@@ -241,7 +236,7 @@ def define_edge_variables(ym: YearModel) -> None:
         for t in ym.years:
             held = [v for (_, _, o, tau), v in sorted(ym.e.items()) if o == oid and active(ym, oid, tau, t)]
             if len(held) > 1:
-                ym.add("availability", f"{oid}|edge|{t}", pulp.lpSum(held) <= _cap(ym, ym.offer(oid)))
+                ym.add("availability", (oid, "edge", t), pulp.lpSum(held) <= _cap(ym, ym.offer(oid)))
 
 
 def active(ym: YearModel, oid: str, bought: int, year: int) -> bool:
@@ -268,75 +263,69 @@ def define_demand_constraints(ym: YearModel) -> None:
             short = ym.var(ym.unserved, (dk, t), "Continuous", 0, 1) if (coverage or ym.elastic) else None
             if d.kind == "serve":
                 lhs = _supply(ym, dk, t) + (need * short if short is not None else 0)
-                ym.add("demand", f"{dk}|{t}", lhs >= need)
+                ym.add("demand", (dk, t), lhs >= need)
             elif d.kind == "batch":
                 lhs = pulp.lpSum(v for (k, _, _, tt), v in ym.x.items() if k == dk and tt == t)
-                ym.add("demand", f"{dk}|{t}", lhs + (short if short is not None else 0) == 1)
+                ym.add("demand", (dk, t), lhs + (short if short is not None else 0) == 1)
             else:
                 lhs = _edge_held(ym, dk, t) + (need * short if short is not None else 0)
-                ym.add("demand", f"{dk}|{t}", lhs >= need)
+                ym.add("demand", (dk, t), lhs >= need)
+
+
+def define_spare_variables(ym: YearModel) -> None:
+    """N+1 per year, as fleet.define_spare_variables: a spare u[o,t] in each owned pool o serving in
+    year t, u[d,o,t] in each demand's rentals; y[d,i,o,t] <= ceil(users[d,t] / users_i) u."""
+    if ym.scenario.policy.redundancy != "n+1":
+        return
+    for (dk, i, oid, t), yv in sorted(ym.y.items()):
+        opt = ym.options.serve[dk][i]
+        pool = (oid, t) if costs.is_owned(ym.offer(oid)) else (dk, oid, t)
+        u = ym.u[pool] if pool in ym.u else ym.var(ym.u, pool, "Binary")  # (an LpVariable is falsy)
+        need = math.ceil(ym.demand_at(dk, t) / max(opt.users_per_replica, 1))
+        ym.add("spare-use", (dk, i, oid, t), yv <= need * u)
 
 
 def define_capacity_constraints(ym: YearModel) -> None:
-    """Per year, as model.py with H[o,t]: peak slots <= acc_o H; busy hours <= 8760 acc_o H (when batch
-    work shares the offer); a placed batch run fits at once; rented slots <= acc_o r[d,o,t]."""
+    """Per year, as fleet.define_capacity_constraints with H[o,t] for n[o]: peak slots <= acc_o (H - u);
+    busy hours <= 8760 acc_o H (when batch work shares the offer); a placed batch run fits at once
+    beside the serving jobs that never pause; rented slots <= acc_o (r[d,o,t] - u) and no rented
+    system without a replica or the spare."""
+    always_on: dict = {}
+    for (dk, i, oid, t), v in ym.y.items():
+        if ym.options.demands[dk].hours_per_day >= 24:
+            always_on.setdefault((oid, t), []).append((ym.options.serve[dk][i].accelerator_slots, v))
     for (oid, t) in sorted(ym.held_terms):
         per = ym.system_of(oid).accelerators
         cap = per * ym.held(oid, t)
         ys = [(ym.options.serve[dk][i], dk, v) for (dk, i, o, tt), v in ym.y.items() if o == oid and tt == t]
         if ys:
-            ym.add("capacity", f"{oid}|{t}", pulp.lpSum(opt.accelerator_slots * v for opt, _, v in ys) <= cap)
+            spare = per * ym.u.get((oid, t), 0)
+            ym.add("capacity", (oid, t), pulp.lpSum(opt.accelerator_slots * v for opt, _, v in ys) <= cap - spare)
         xs = [(ym.options.batch[dk][i], dk, v) for (dk, i, o, tt), v in ym.x.items() if o == oid and tt == t]
         if xs:
             hours = [opt.accelerator_slots * hours_per_year(ym.options.demands[dk]) * v for opt, dk, v in ys]
             hours += [opt.accelerators * opt.hours_per_run * ym.demand_at(dk, t) * v for opt, dk, v in xs]
-            ym.add("hours", f"{oid}|{t}", pulp.lpSum(hours) <= HOURS * cap)
+            ym.add("hours", (oid, t), pulp.lpSum(hours) <= HOURS * cap)
         if len(ym.acquirable(oid)) > 1:
-            ym.add("availability", f"{oid}|{t}", ym.held(oid, t) <= _cap(ym, ym.offer(oid)))
+            ym.add("availability", (oid, t), ym.held(oid, t) <= _cap(ym, ym.offer(oid)))
     for (dk, i, oid, t), bv in sorted(ym.b.items()):
         per = ym.system_of(oid).accelerators
-        ym.add("batch-fit", f"{dk}|{i}|{oid}|{t}", ym.options.batch[dk][i].accelerators * bv <= per * ym.held(oid, t))
-        ym.add("batch-link", f"{dk}|{i}|{oid}|{t}", ym.x[(dk, i, oid, t)] <= bv)
+        busy = pulp.lpSum(c * v for c, v in always_on.get((oid, t), []))
+        ym.add("batch-fit", (dk, i, oid, t), ym.options.batch[dk][i].accelerators * bv + busy <= per * ym.held(oid, t))
+        ym.add("batch-link", (dk, i, oid, t), ym.x[(dk, i, oid, t)] <= bv)
     by_offer: dict = {}
     for (dk, oid, t), rv in sorted(ym.r.items()):
         per = ym.system_of(oid).accelerators
-        used = [ym.options.serve[dk][i].accelerator_slots * v for (d, i, o, tt), v in ym.y.items()
+        used = [(ym.options.serve[dk][i].accelerator_slots, v) for (d, i, o, tt), v in ym.y.items()
                 if d == dk and o == oid and tt == t]
-        ym.add("rental", f"{dk}|{oid}|{t}", pulp.lpSum(used) <= per * rv)
+        spare = ym.u.get((dk, oid, t), 0)
+        ym.add("rental", (dk, oid, t), pulp.lpSum(c * v for c, v in used) <= per * (rv - spare))
+        ym.add("rental-use", (dk, oid, t), rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in used) + spare)
         by_offer.setdefault((oid, t), []).append(rv)
     for (oid, t), vs in sorted(by_offer.items()):
         cap = ym.offer(oid).max_systems
         if cap is not None and len(vs) > 1:
-            ym.add("availability", f"{oid}|{t}", pulp.lpSum(vs) <= cap)
-
-
-def define_redundancy_constraints(ym: YearModel) -> None:
-    """N+1 per year, as model.py: supply[d,t] - sum_i users_i m[d,i,o,t] >= users[d,t] for each offer o,
-    m >= min(y, R_i) made exact with a binary z (m >= R z, m >= y - M z, y <= R + M z)."""
-    if ym.scenario.policy.redundancy != "n+1":
-        return
-    for dk in sorted(ym.options.serve):
-        for t in ym.years:
-            users = ym.demand_at(dk, t)
-            for oid in sorted({o for (d, _, o, tt) in ym.y if d == dk and tt == t}):
-                lost = []
-                for (d, i, o, tt), yv in sorted(ym.y.items(), key=lambda kv: (kv[0][1], kv[0][3])):
-                    if d != dk or o != oid or tt != t:
-                        continue
-                    opt = ym.options.serve[dk][i]
-                    per_system = per_system_replicas(opt, ym.system_of(oid))
-                    big = max(1, int(yv.upBound) - per_system)
-                    key = (dk, i, oid, t)
-                    mv = ym.var(ym.m, key, "Continuous", 0, None)
-                    zv = ym.var(ym.z, key, "Binary")
-                    tag = f"{dk}|{i}|{oid}|{t}"
-                    ym.add("redundancy-min", tag + "|a", mv >= per_system * zv)
-                    ym.add("redundancy-min", tag + "|b", mv >= yv - big * zv)
-                    ym.add("redundancy-min", tag + "|c", yv <= per_system + big * zv)
-                    lost.append(opt.users_per_replica * mv)
-                short = ym.unserved.get((dk, t))
-                ym.add("redundancy", f"{dk}|{oid}|{t}", _supply(ym, dk, t) - pulp.lpSum(lost)
-                       + (users * short if short is not None else 0) >= users)
+            ym.add("availability", (oid, t), pulp.lpSum(vs) <= cap)
 
 
 def define_budget_constraints(ym: YearModel) -> None:
@@ -344,7 +333,7 @@ def define_budget_constraints(ym: YearModel) -> None:
     for t in ym.years:
         for key, (cap, _) in sorted(year_caps(ym.scenario, t).items()):
             comps = {"usd": None, "capex": ("capex",), "opex": OPEX}[key]
-            ym.add("budget", f"{key}|{t}", ym.cash_expr(t, comps) - _elastic(ym, key, t) <= cap)
+            ym.add("budget", (key, t), ym.cash_expr(t, comps) - _elastic(ym, key, t) <= cap)
 
 
 def define_power_constraints(ym: YearModel) -> None:
@@ -378,11 +367,11 @@ def define_objective(ym: YearModel) -> None:
 FAMILIES = (
     define_owned_variables,
     define_serving_variables,
+    define_spare_variables,
     define_batch_variables,
     define_edge_variables,
     define_demand_constraints,
     define_capacity_constraints,
-    define_redundancy_constraints,
     define_budget_constraints,
     define_power_constraints,
     define_objective,

@@ -38,15 +38,18 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
         n = n_all - ledger.edge_units.get(oid, 0)  # systems hosting serving and batch
         cap = o.max_systems if o.max_systems is not None else (s.policy.max_systems_per_offer if owned(o) else None)
         v.check("availability", cap is None or n <= cap, f"'{oid}': {n} systems, at most {cap} available")
+        spare = 1 if s.policy.redundancy == "n+1" else 0  # N+1: one idle system in each serving pool
         if owned(o):
-            v.check("capacity", ledger.serve_slots[oid] <= n * per + 1e-6,
-                    f"'{oid}': serving needs {ledger.serve_slots[oid]:g} accelerators at once, {n * per} held")
+            pool = n - (spare if ledger.serve_slots[oid] else 0)
+            v.check("redundancy" if spare else "capacity", ledger.serve_slots[oid] <= pool * per + 1e-6,
+                    f"'{oid}': serving needs {ledger.serve_slots[oid]:g} accelerators at once, {n * per} held"
+                    + (" with one spare system kept free (N+1)" if spare else ""))
             v.check("capacity", all(a <= n * per for a in ledger.batch_fit.get(oid, [])),
                     f"'{oid}': a batch run needs {max(ledger.batch_fit.get(oid, [0]))} accelerators, {n * per} held")
             v.check("capacity", ledger.slot_hours[oid] <= HOURS_PER_YEAR * n * per * (1 + TIGHT) + ledger.hours_slack[oid],
                     f"'{oid}': {ledger.slot_hours[oid]:,.0f} accelerator-hours a year on {n * per} accelerators")
         else:
-            rented = sum(math.ceil(a / per - TIGHT) for a in ledger.rent_slots[oid].values())
+            rented = sum(math.ceil(a / per - TIGHT) + spare for a in ledger.rent_slots[oid].values() if a)
             batch = max([math.ceil(a / per) for a in ledger.batch_fit.get(oid, [])] or [0])
             v.check("capacity", rented <= n and batch <= n,
                     f"'{oid}': placements need {max(rented, batch)} systems, {n} rented")

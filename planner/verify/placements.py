@@ -4,7 +4,6 @@ runs (fit, deadline, shares) and edge units (device kind, speed, power)."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from planner.data.catalog import Catalog, Offer
 from planner.data.jobs import Demand, hours_per_year
@@ -41,7 +40,6 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
     cap_batch = calibration().max_batch
     supply = 0
-    by_offer: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # offer -> (replicas, R_i, users)
     for p in placed:
         got = _offer_of(p, cat, v, "serve")
         if got is None:
@@ -74,8 +72,6 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
             v.check("latency", est.ttft_ms / 1e3 <= part.max_ttft_s * (1 + TIGHT),
                     f"{where}: first token after {est.ttft_ms / 1e3:.3f} s, limit {part.max_ttft_s:g} s")
         supply += reps * upr
-        per_system = system.accelerators // replica if replica <= system.accelerators else 1
-        by_offer[o.id].append((reps, per_system, upr))
         hours = hours_per_year(part)
         if owned(o):
             ledger.serve_slots[o.id] += reps * slot
@@ -87,11 +83,6 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     need = part.users * (1 - short)
     v.check("demand", supply >= need - 1e-6 * part.users,
             f"'{part.key}' serves {supply} users of {part.users}" + (f" ({short:.1%} unserved)" if short else ""))
-    if s.policy.redundancy == "n+1":
-        for oid, rows in sorted(by_offer.items()):
-            lost = sum(min(reps, r) * u for reps, r, u in rows)
-            v.check("redundancy", supply - lost >= need - 1e-6 * part.users,
-                    f"'{part.key}': with one system of {oid} down, {supply - lost} of {part.users} users remain")
 
 
 def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:

@@ -7,9 +7,7 @@ For every placement it recomputes what the optimizer was told, from the shared p
              a replica of TP x PP accelerators fits one system or whole systems; the KV cache
              holds users_per_replica beside the weights (serving.max_batch_by_memory); at that
              batch each user gets >= the target tokens/s and the first token within max TTFT
-             (serving.estimate); sum replicas x users_per_replica >= concurrent users; with
-             redundancy n+1, for each offer o: supply - sum_i min(replicas_i, R_i) x users_i >= users,
-             R_i = replicas one system of o holds (the lost system held as many as it can)
+             (serving.estimate); sum replicas x users_per_replica >= concurrent users
   batch      the run fits its accelerators (training.estimate) and hours per run <= the deadline;
              shares of runs sum to 1
   edge       one single-accelerator device of the right kind per unit, fast enough, within power
@@ -17,6 +15,9 @@ Then for the fleet as a whole:
   capacity   owned offer o: sum replicas x slots <= accelerators held (all serving at once), a batch
              run fits at once, and serve + batch accelerator-hours <= 8760 x accelerators;
              rented offer o: sum_d ceil(slots_d / per system) <= systems held
+  redundancy n+1: every serving pool keeps one spare system free (any one system may fail and its
+             replicas restart there): owned offer o: serving slots <= accelerators of (systems - 1);
+             rented offer o: each demand's rentals hold ceil(slots_d / per system) + 1 systems
   caps       systems <= offer.max_systems (or policy.max_systems_per_offer for owned offers)
   budget     total <= usd_per_year; purchases <= capex cap; total - capital <= opex cap
   power      bought site systems' power_kw <= site.power_cap_kw
