@@ -193,18 +193,24 @@ def run(items, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None =
     called after each (the JSON stays free of timings, so it is the same run to run)."""
     out = []
     for n, (settings, s) in enumerate(items, 1):
-        start = time.perf_counter()
-        try:
-            summary = summarise(solve_variant(s, catalog_paths, time_limit_s))
-        except InfeasibleError as exc:
-            summary = {"status": "infeasible", "diagnosis": exc.diagnosis.summary}
-        except SolverError as exc:
-            summary = {"status": "solver-failed", "diagnosis": str(exc)}
-        entry = {"variant": n, "settings": settings, "summary": summary}
+        entry, seconds = solve_entry(n, settings, s, catalog_paths, time_limit_s)
         out.append(entry)
         if progress:
-            progress(entry, time.perf_counter() - start)
+            progress(entry, seconds)
     return out
+
+
+def solve_entry(n: int, settings: dict, s: Scenario, catalog_paths: tuple[str, ...] = (),
+                time_limit_s: float | None = None) -> tuple[dict, float]:
+    """One variant's entry and its wall seconds (planner.app.parallel runs this in worker processes)."""
+    start = time.perf_counter()
+    try:
+        summary = summarise(solve_variant(s, catalog_paths, time_limit_s))
+    except InfeasibleError as exc:
+        summary = {"status": "infeasible", "diagnosis": exc.diagnosis.summary}
+    except SolverError as exc:
+        summary = {"status": "solver-failed", "diagnosis": str(exc)}
+    return {"variant": n, "settings": settings, "summary": summary}, time.perf_counter() - start
 
 
 def solve_variant(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:

@@ -45,6 +45,7 @@ class Format(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 class TableFormat(str, Enum):
@@ -91,7 +92,8 @@ def emit(text: str, output: Optional[Path], force: bool) -> None:
 @app.command("run")
 def run_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown or html (one "
+                                                                   "self-contained file with charts)"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the plan to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
@@ -127,8 +129,13 @@ def run_cmd(
                    err=True)
     if not timings:  # wall time is the one thing that differs from run to run
         plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
-    text = {Format.json: tables.to_json, Format.markdown: report.plan_markdown,
-            Format.table: report.plan_text}[fmt](plan)
+    if fmt == Format.html:
+        from planner.cli.html import plan_html
+
+        text = plan_html(plan)
+    else:
+        text = {Format.json: tables.to_json, Format.markdown: report.plan_markdown,
+                Format.table: report.plan_text}[fmt](plan)
     emit(text, output, force)
 
 
@@ -277,43 +284,36 @@ def estimate_cmd(
 @app.command("sweep")
 def sweep_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
-    sets: List[str] = typer.Option(..., "--set", help="PATH=V1,V2,... a dotted path into the scenario "
-                                                      "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="PATH=V1,V2,... a dotted path into the scenario "
+                                                                 "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown or html (a chart of "
+                                                                   "cost against the first --set)"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per variant"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="local worker processes (default: "
+                                                                         "one per CPU)"),
+    backend: str = typer.Option("local", "--backend", help="local (processes on this machine) or ray "
+                                                           '(needs pip install ".[ray]")'),
+    address: Optional[str] = typer.Option(None, "--address", help="a Ray cluster's address (ray backend; "
+                                                                  "default: start a local Ray)"),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Monte-Carlo: solve this many random "
+                                                                         "draws of the --vary settings"),
+    vary: Optional[List[str]] = typer.Option(None, "--vary", help="PATH=uniform(LO,HI) or PATH=normal(MEAN,SD), "
+                                                                  "bounds as % of the file's value or plain "
+                                                                  "numbers; '*' for every list item"),
+    seed: int = typer.Option(0, "--seed", help="random seed of the Monte-Carlo draws"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr"),
 ):
-    """Solve SCENARIO under every combination of --set values and compare the plans."""
-    import time
+    """Solve SCENARIO under every combination of --set values (or --samples random draws of --vary)
+    and compare the plans."""
+    from planner.cli.sweeping import SweepRequest, run_sweep
 
-    from planner.app import sweep
-    from planner.data.errors import Diagnosis
-
-    paths = tuple(str(c) for c in catalog or ())
-    items = sweep.variants(scenario, sets)
-    sweep.validate(items, paths)
-    start = time.perf_counter()
-    if sys.stderr.isatty():
-        with typer.progressbar(length=len(items), label="solving", file=sys.stderr) as bar:
-            entries = sweep.run(items, paths, time_limit, progress=lambda e, sec: bar.update(1))
-    else:
-        def note(e, seconds):
-            if len(items) > 3:
-                typer.echo(f"[{e['variant']}/{len(items)}] {sweep.label(e['settings'])}: "
-                           f"{e['summary']['status']} ({seconds:.1f} s)", err=True)
-        entries = sweep.run(items, paths, time_limit, progress=note)
-    closing = sweep.closing_note(entries, time.perf_counter() - start)
-    if fmt == Format.json:
-        emit(tables.to_json(entries), output, force)
-        typer.echo(closing, err=True)
-    else:
-        rows, cols = sweep.rows(entries), sweep.columns(entries)
-        body = tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols)
-        emit(body + "\n\n" + closing + "\n", output, force)
-    if not any(e["summary"]["status"] in ("optimal", "feasible") for e in entries):
-        raise InfeasibleError(Diagnosis("no variant of the sweep has a plan; see the status column"))
+    check_output(output, force)
+    run_sweep(SweepRequest(scenario, list(sets or ()), fmt.value, tuple(str(c) for c in catalog or ()), time_limit,
+                           workers, backend, address, samples, list(vary or ()), seed, quiet),
+              write=lambda text: emit(text, output, force))
 
 
 @app.command("compare")

@@ -54,10 +54,24 @@ def _check_lines(job: dict, markdown: bool) -> list[str]:
     return [f"  check, {label.lower()}: {checks[k]}" for k, label in CHECKS if k in checks]
 
 
+def cost_line(plan: dict) -> str:
+    """What the plan costs. A multi-year plan states its cash and its annuitised (accounting) figures
+    apart, each with its own total, so that each per-year figure times the years gives its total."""
+    n = plan["horizon_years"]
+    if plan.get("years"):
+        cash = plan["cash_total_usd"]
+        annuitised = plan.get("annuitised_total_usd", plan["total_cost_usd_per_year"] * n)
+        return (f"cash {usd(cash)} over {years(n)} ({usd(cash / n)} a year on average); "
+                f"annuitised {usd(plan['total_cost_usd_per_year'])} per year ({usd(annuitised)} over {years(n)})")
+    return f"{usd(plan['total_cost_usd_per_year'])} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
+
+
+def headline(plan: dict) -> str:
+    return f"Plan for '{plan['scenario']}': {plan['status']}, {cost_line(plan)}"
+
+
 def plan_text(plan: dict) -> str:
-    lines = [f"Plan for '{plan['scenario']}': {plan['status']}, "
-             f"{usd(plan['total_cost_usd_per_year'])} per year "
-             f"({usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])})", ""]
+    lines = [headline(plan), ""]
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
     lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
@@ -83,8 +97,7 @@ def plan_text(plan: dict) -> str:
 
 def plan_markdown(plan: dict) -> str:
     lines = [f"# Hardware plan: {plan['scenario']}", "",
-             f"**Status:** {plan['status']}. **Cost:** {usd(plan['total_cost_usd_per_year'])} per year, "
-             f"{usd(plan['total_cost_usd_over_horizon'])} over {years(plan['horizon_years'])}.", "",
+             f"**Status:** {plan['status']}. **Cost:** {cost_line(plan)}.", "",
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",

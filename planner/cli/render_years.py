@@ -49,9 +49,11 @@ def purchase_rows(plan: dict) -> list[dict]:
 
 
 def headline(plan: dict) -> str:
-    return (f"NPV {usd(plan['npv_usd'])} at {plan['discount_rate']:.0%}; cash {usd(plan['cash_total_usd'])} over "
-            f"{plan['horizon_years']} years; {usd(plan['total_cost_usd_per_year'])} per year annuitised "
-            f"({plan['mode']}). Fleet and jobs below are the final year's.")
+    """What the two money views mean and the NPV the solver minimised (the first line states the totals)."""
+    return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all. Annuitised view: purchases "
+            f"spread over their useful life, {usd(plan['total_cost_usd_per_year'])} per year. NPV {usd(plan['npv_usd'])}: "
+            f"the cash discounted at {plan['discount_rate']:.0%}, resale credited ({plan['mode']}). "
+            "Fleet and jobs below are the final year's.")
 
 
 def years_text(plan: dict) -> str:
