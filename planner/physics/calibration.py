@@ -41,6 +41,16 @@ class Calibration:
     """Runtime reserve per accelerator: CUDA context, workspace (aiconfigurator other_mem 3.5 GB)."""
     max_batch: int = 1024
     """Largest batch a serving engine schedules (vLLM max_num_seqs, TRT-LLM max batch)."""
+    prefill_queue_fraction: float = 0.25
+    """Share of the other clients' prompts a new prompt queues behind in a closed loop of B
+    clients (planner.physics.step.clump_tokens): 0 = evenly spread arrivals, 1/2 = clients fully
+    synchronised and served first come, first served. Fitted on the NIM TTFT-vs-concurrency rows."""
+    overhead_vllm: float = 1.0
+    """vLLM's fixed step cost over the base (TensorRT-LLM) layer_overhead_us; fitted on the vLLM rows."""
+    overhead_sglang: float = 1.0
+    """SGLang's: no public SGLang row with hardware named (serving-benchmarks.md §B), so 1.0."""
+    overhead_llamacpp: float = 1.0
+    """llama.cpp's (no CUDA graphs in the C5 single-stream rows); fitted on calibration.md C5."""
     fitted_on: str = "defaults"
     """Date of the fit and the data it used."""
 

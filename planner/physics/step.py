@@ -1,0 +1,207 @@
+"""One replica's memory and the time of one engine step (decodes plus prompt chunks).
+
+A replica is TP x PP accelerators holding one copy of the model. All functions are pure.
+
+Memory per accelerator. Vendors' "GB" memory labels are binary sizes (an "80 GB" H100 shows
+81,559 MiB), so capacity = memory_gb x 2^30 bytes. Engines load the weights, keep a runtime
+reserve, and give a fraction of what is left to the KV cache (TRT-LLM kv_cache_free_gpu_mem_fraction):
+    KV room   = mem_util x (capacity - reserve - weights)
+    max batch = KV room // KV bytes of one sequence (its share on this accelerator)
+
+One step of one pipeline stage, for d decode tokens and p prompt tokens in its micro-batch:
+    t_mem     = (weights read at d + d x KV bytes at the average context) / (TP x PP x eta_bw x BW)
+                (the last stage also reads the whole lm head)
+    t_decode  = (2 N_active + attention) x d / (TP x PP x decode_mfu x achievable peak)
+    t_prompt  = p x prefill FLOPs per token / (TP x PP x prefill_mfu x achievable peak)
+    t_comm    = 2 x layers/PP x (all-reduce latency + 2 (TP-1)/TP x (d + p) x hidden x 2 B / link)
+    t_fixed   = layers/PP x (per-layer overhead x engine factor + (d + p) x token overhead)
+    t_stage   = max(t_mem, t_decode + t_prompt) + t_comm + t_fixed
+A prompt chunk shares the step's weight read (a roofline: small chunks hide under the read, big
+ones make the step compute-bound), except on a prefill-first engine (SGLang), where the chunk
+runs as its own pass: t_stage = max(t_mem, t_decode) + t_prompt + t_comm + t_fixed.
+Pipeline bubbles: the slowest stage holds ceil(L/PP) layers, and each hop between stages costs a
+point-to-point send (P2P_LATENCY_US + activations over the link).
+
+The token overhead is the non-matmul work per token per layer (norms, residual adds, activation
+quantisation, MoE routing, sampling). Tensor parallelism replicates it on every rank instead of
+splitting it; an MoE at TP > 1 is served expert-parallel with data-parallel attention, so there it
+divides by TP (token_seconds_per_layer).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.data.catalog import Accelerator, Model
+from planner.data.jobs import Workload  # noqa: F401  (the request shape the physics reads)
+from planner.physics import arch, engines
+from planner.physics.calibration import Calibration, default
+
+GB = 1e9
+GIB = 2**30
+ACTIVATION_BYTES = 2  # bf16 activations on the wire for all-reduces
+P2P_LATENCY_US = 10.0
+"""Latency of one point-to-point send between pipeline stages (aiconfigurator p2p latency 10 us,
+reference/hardware.md)."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """The scale-up link a tensor-parallel group uses: GB/s per accelerator per direction."""
+
+    kind: str
+    gbps: float
+
+    @classmethod
+    def of(cls, acc: Accelerator) -> "Link":
+        return cls(acc.scaleup_kind, acc.scaleup_gbps)
+
+
+DEFAULT_MAMF = 0.75
+"""Measured best matmul / dense peak where the catalog has no measurement (median of C6)."""
+
+
+def achievable_flops(acc: Accelerator, precision: str) -> float:
+    """Dense peak FLOP/s for the format `precision` computes in on this chip, times the chip's
+    measured matmul efficiency (catalog mamf_bf16_fraction): what a perfect kernel reaches."""
+    return acc.peak_tflops(precision) * 1e12 * (acc.mamf_bf16_fraction or DEFAULT_MAMF)
+
+
+def weights_per_acc(m: Model, precision: str, tp: int, pp: int) -> float:
+    return arch.weight_bytes_per_rank(m, precision, tp, pp)
+
+
+def kv_per_seq_per_acc(m: Model, wl: Workload, tp: int, pp: int) -> float:
+    return arch.kv_bytes_for_sequence(m, wl.kv_precision, wl.kv_tokens) / (arch.kv_shards(m, tp) * pp)
+
+
+def reserve_per_acc(tp: int, pp: int, cal: Calibration) -> float:
+    nccl = 0.35 * GB if tp * pp > 1 else 0.0
+    return cal.reserve_gb * GB + nccl
+
+
+def mem_bytes_per_acc(acc: Accelerator) -> float:
+    """Physical memory of one accelerator in bytes: its "GB" label is a binary size (GiB)."""
+    return acc.memory_gb * GIB
+
+
+def _kv_room(m: Model, acc: Accelerator, precision: str, tp: int, pp: int, cal: Calibration) -> float:
+    """Bytes per accelerator the engine gives the KV cache (<= 0: the weights do not fit)."""
+    free = mem_bytes_per_acc(acc) - reserve_per_acc(tp, pp, cal) - weights_per_acc(m, precision, tp, pp)
+    return free * cal.mem_util if free > 0 else free
+
+
+def max_batch_by_memory(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
+                        cal: Calibration | None = None) -> int:
+    """Most sequences whose KV fits beside the weights (0: the weights alone do not fit):
+    mem_util x (capacity - reserve - weights) // KV bytes per sequence on this accelerator."""
+    cal = cal or default()
+    room = _kv_room(m, acc, wl.precision, tp, pp, cal)
+    if room <= 0:
+        return 0
+    return int(room // kv_per_seq_per_acc(m, wl, tp, pp))
+
+
+def token_seconds_per_layer(m: Model, tp: int, cal: Calibration) -> float:
+    """Seconds of non-matmul work per token per layer on one accelerator: token_overhead_us.
+    A dense model's TP ranks each repeat it for every token; an MoE at TP > 1 is served with
+    expert parallelism and data-parallel attention (TRT-LLM, SGLang and vLLM's throughput
+    setting), so each rank handles 1/TP of the tokens and the cost divides by TP."""
+    t = cal.token_overhead_us * 1e-6
+    return t / tp if m.is_moe else t
+
+
+def _lm_head_bytes(m: Model) -> float:
+    return m.vocab_size * m.hidden_size * arch.EMBEDDING_BYTES_PER_PARAM
+
+
+def stage_layers(m: Model, pp: int) -> int:
+    """Layers on the slowest pipeline stage: ceil(L / PP)."""
+    return math.ceil(m.layers / pp)
+
+
+def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: float, prompt: float,
+          link: Link | None = None, cal: Calibration | None = None,
+          engine: str | None = None) -> dict[str, float]:
+    """Seconds of one step of the slowest stage, by component, for `decodes` decode tokens and
+    `prompt` prompt tokens in its micro-batch (see the module docstring)."""
+    cal = cal or default()
+    link = link or Link.of(acc)
+    group = tp * pp
+    uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
+    bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
+    d = max(decodes, 0.0)
+    weight_read = arch.active_weight_bytes(m, wl.precision, batch=max(1, round(d + prompt)), tp=tp)
+    weight_read = weight_read * uneven + ((pp - 1) * _lm_head_bytes(m) if pp > 1 else 0.0)
+    # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas
+    kv_read = d * arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context)) * tp / arch.kv_shards(m, tp)
+    t_mem = (weight_read + kv_read * uneven) / (group * bw)
+    peak = achievable_flops(acc, wl.precision)
+    flops_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context)
+    t_decode = uneven * flops_tok * d / (group * cal.decode_mfu * peak)
+    prefill_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.input_tokens / 2)
+    t_prompt = uneven * prompt * prefill_tok / (group * cal.prefill_mfu * peak)
+    layers = stage_layers(m, pp)
+    tokens = d + prompt
+    t_comm = 0.0
+    if tp > 1:
+        per_token = 2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB)
+        t_comm = 2 * layers * cal.allreduce_latency_us * 1e-6 + tokens * per_token
+    if pp > 1:  # the send to the next stage
+        t_comm += P2P_LATENCY_US * 1e-6 + tokens * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB)
+    overhead = cal.layer_overhead_us * 1e-6 * engines.overhead_factor(engine, cal)
+    t_fixed = layers * (overhead + tokens * token_seconds_per_layer(m, tp, cal))
+    return {"memory": t_mem, "compute": t_decode, "prefill": t_prompt, "comm": t_comm, "fixed": t_fixed}
+
+
+def stage_time(p: dict[str, float], engine: str | None = None) -> float:
+    if engines.get(engine).prefill_first:
+        return max(p["memory"], p["compute"]) + p["prefill"] + p["comm"] + p["fixed"]
+    return max(p["memory"], p["compute"] + p["prefill"]) + p["comm"] + p["fixed"]
+
+
+def prompt_budget(acc: Accelerator, decodes: float, engine: str | None) -> float:
+    """Prompt tokens one step may carry beside `decodes` decode tokens: the engine's token budget
+    less the decodes (decode first), at least an eighth of it; all of it on a prefill-first engine."""
+    eng = engines.get(engine)
+    total = eng.chunk_tokens(acc)
+    return float(total) if eng.prefill_first else max(total - decodes, total / 8)
+
+
+def clump_tokens(wl: Workload, batch: int, cal: Calibration) -> float:
+    """Prompt tokens that reach the engine together in a closed loop of `batch` clients: the
+    request's own prompt plus prefill_queue_fraction of the other clients' prompts (clients that
+    start together and finish together arrive together; 0 would be evenly spread arrivals, 1/2 a
+    fully synchronised loop served first come, first served)."""
+    return wl.input_tokens * (1 + cal.prefill_queue_fraction * max(batch - 1, 0))
+
+
+def steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
+                 link: Link | None = None, cal: Calibration | None = None, engine: str | None = None,
+                 others_only: bool = False) -> dict[str, float]:
+    """The average step of one stage while `batch` sequences decode in a closed loop: each finished
+    request is replaced by a new prompt, so batch x s_in / s_out prompt tokens arrive per step
+    (the other clients' only, with `others_only`: a request's own prefill is its TTFT, not part
+    of its inter-token latency). They come in chunks of up to the engine's budget: a fraction f
+    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts."""
+    cal = cal or default()
+    micro = batch / pp
+    share = (batch - 1) / batch if others_only else 1.0
+    per_step = micro * wl.input_tokens / wl.output_tokens * share
+    pure = parts(m, acc, wl, tp, pp, micro, 0.0, link, cal, engine)
+    if per_step <= 0:
+        return pure
+    chunk = min(prompt_budget(acc, micro, engine), clump_tokens(wl, batch, cal))
+    tokens = max(chunk, per_step)
+    f = min(1.0, per_step / tokens)
+    mixed = parts(m, acc, wl, tp, pp, micro, tokens, link, cal, engine)
+    t_mixed, t_pure = stage_time(mixed, engine), stage_time(pure, engine)
+    out = {k: f * mixed[k] + (1 - f) * pure[k] for k in pure}
+    out["step"] = f * t_mixed + (1 - f) * t_pure
+    return out
+
+
+def tpot_from(p: dict[str, float], pp: int, engine: str | None = None) -> float:
+    """Seconds per output token: a token passes every stage in turn."""
+    return pp * (p["step"] if "step" in p else stage_time(p, engine))

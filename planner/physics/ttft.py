@@ -1,0 +1,61 @@
+"""Time to first token, alone and under load.
+
+Convention (the one benchmark clients use: vLLM `benchmark_serving --max-concurrency B`,
+genai-perf `--concurrency B`, reference/serving-benchmarks.md §A-B): a closed loop of B clients,
+each sending its next request as soon as the previous one ends; TTFT is the mean from sending a
+request to its first token, queueing in the engine included (vLLM issue #4252).
+
+Within the engine's batch (B <= the memory/engine cap), with chunked prefill (§C):
+    ahead   = the prompt tokens that arrive with this one (step.clump_tokens: its own prompt plus
+              prefill_queue_fraction x (B - 1) other prompts)
+    budget  = prompt tokens per step beside the B - 1 running decodes (step.prompt_budget)
+    n       = max(1, ahead / budget) steps of prefill, each a mixed step of one stage carrying
+              min(budget, ahead) prompt tokens beside (B - 1)/PP decodes
+    TTFT    = (B - 1)/B x half a decode step (the step in flight when it arrives)
+              + (n + PP - 1) x that mixed stage time
+A prompt never splits across pipeline stages: its chunks pass the stages in turn, so one chunk
+takes PP stage times (the whole model on TP accelerators), and n chunks pipeline behind it.
+Alone (B = 1) this is the prefill of one prompt on an idle replica.
+
+Above the cap (B > cap), requests wait for a slot: the engine completes X = cap / cycle requests
+per second, cycle = TTFT(cap) + (s_out - 1) x TPOT(cap), and by Little's law
+    TTFT(B) = B / X - (s_out - 1) x TPOT(cap)      (serving-benchmarks.md §C4, derived there)
+which the NIM rows show as TTFT linear in B with flat TPOT and throughput.
+"""
+
+from __future__ import annotations
+
+from planner.data.catalog import Accelerator, Model
+from planner.data.jobs import Workload
+from planner.physics import step
+from planner.physics.calibration import Calibration, default
+
+
+def _within(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
+            link, cal: Calibration, engine: str | None) -> float:
+    others = (batch - 1) / pp
+    ahead = step.clump_tokens(wl, batch, cal)
+    budget = step.prompt_budget(acc, others, engine)
+    n = max(1.0, ahead / budget)
+    chunk = min(budget, ahead)
+    mixed = step.stage_time(step.parts(m, acc, wl, tp, pp, others, chunk, link, cal, engine), engine)
+    wait = 0.0
+    if batch > 1:
+        pure = step.stage_time(step.parts(m, acc, wl, tp, pp, batch / pp, 0.0, link, cal, engine), engine)
+        wait = 0.5 * (batch - 1) / batch * pp * pure
+    return wait + (n + pp - 1) * mixed
+
+
+def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int = 1,
+           link=None, cal: Calibration | None = None, engine: str | None = None) -> float:
+    """Mean seconds to the first token in a closed loop of `batch` clients on one replica (see
+    the module docstring); batch 1 is one prompt on an idle replica."""
+    cal = cal or default()
+    batch = max(1, int(batch))
+    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), cal.max_batch)
+    if cap < 1 or batch <= cap:
+        return _within(m, acc, wl, tp, pp, batch, link, cal, engine)
+    t_cap = _within(m, acc, wl, tp, pp, cap, link, cal, engine)
+    tpot = step.tpot_from(step.steady_parts(m, acc, wl, tp, pp, cap, link, cal, engine, True), pp, engine)
+    cycle = t_cap + (wl.output_tokens - 1) * tpot
+    return t_cap + (batch - cap) / cap * cycle
