@@ -164,7 +164,7 @@ def test_verify_command(bank, tmp_path, plan_cli):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(bad_plan))
     r = plan_cli("verify", SCENARIOS / "bank.yaml", bad)
-    assert r.code == 1
+    assert r.code == 5  # the plan file fails verification (1 stays "internal error")
     assert r.err.startswith("error: plan failed verification: ") and "[memory]" in r.err
 
 

@@ -102,57 +102,34 @@ def run_cmd(
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="include the solver's wall-clock seconds; --no-timings makes the "
                                       "output byte-identical from run to run"),
+    brief: bool = typer.Option(False, "--brief", help="the decision in at most 25 lines of 100 columns"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr"),
 ):
     """Plan the cheapest fleet for SCENARIO and explain it."""
-    from planner.app.pipeline import plan_file
-    from planner.cli import render as report
+    from planner.cli.running import RunRequest, run_plan
 
     check_output(output, force)  # before minutes of solving, not after
-    try:
-        plan = plan_file(scenario, tuple(str(c) for c in catalog or ()), time_limit)
-    except InfeasibleError as exc:
-        if fmt == Format.json:
-            emit(tables.to_json({"status": "infeasible", "scenario": str(scenario),
-                                 "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations}),
-                 output, force)
-        raise
-    if plan["status"] != "optimal":
-        gap = plan["solver"].get("gap")
-        typer.echo("warning: the plan is feasible but not proven optimal"
-                   + (f" (gap up to {gap:.2%})" if gap is not None else "")
-                   + "; raise solver.time_limit_s for a proof", err=True)
-    pruned = plan["solver"].get("pairs_pruned") or 0
-    if pruned:
-        typer.echo(f"warning: a large scenario: {pruned:,} of the candidate (configuration, offer) pairs "
-                   "were left out by the shortlist heuristic, so the plan is optimal over the shortlist, "
-                   "not proven over every candidate; split the scenario or narrow the policy for a proof",
-                   err=True)
-    if not timings:  # wall time is the one thing that differs from run to run
-        plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
-    if fmt == Format.html:
-        from planner.cli.html import plan_html
-
-        text = plan_html(plan)
-    else:
-        text = {Format.json: tables.to_json, Format.markdown: report.plan_markdown,
-                Format.table: report.plan_text}[fmt](plan)
-    emit(text, output, force)
+    run_plan(RunRequest(scenario, fmt.value, tuple(str(c) for c in catalog or ()), time_limit, timings, brief, quiet,
+                        output is not None), write=lambda text: emit(text, output, force))
 
 
 @app.command("verify")
 def verify_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
                plan_json: Path = typer.Argument(..., metavar="PLAN.json", help="plan written by --format json"),
                catalog: Optional[List[Path]] = CatalogOpt):
-    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 1 if it is not)."""
+    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 5 if it is not)."""
     from planner.data.consistency import resolve
     from planner.data.errors import VerificationError
     from planner.data.scenario import load_scenario
     from planner.verify.plan import read_plan_file, verify
 
+    class PlanRejected(VerificationError):
+        exit_code = 5  # the plan file fails; 1 stays "a bug in the planner"
+
     s = load_scenario(scenario)
     result = verify(read_plan_file(plan_json), s, resolve(s, tuple(str(c) for c in catalog or ())))
     if not result.ok:
-        raise VerificationError(result.summary())
+        raise PlanRejected(result.summary())
     typer.echo(f"{plan_json}: {result.summary()}")
 
 

@@ -37,7 +37,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 .headline{font-size:16px;color:#2d3748;margin:0 0 12px}
 .decision{background:#ebf8ff;border-left:4px solid #2b6cb0;padding:10px 14px;margin:12px 0;font-size:15px}
 .status-optimal{color:#276749;font-weight:600}.status-feasible{color:#b7791f;font-weight:600}
-.charts{display:flex;flex-wrap:wrap;gap:18px 28px;margin:8px 0}
+.charts{display:flex;flex-wrap:wrap;align-items:flex-start;gap:18px 28px;margin:8px 0}
 .charts figure{margin:0;padding:10px;border:1px solid #e2e8f0;border-radius:6px;background:#fff}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border-bottom:1px solid #e2e8f0;padding:4px 8px;text-align:left;vertical-align:top}
@@ -195,8 +195,9 @@ def sweep_html(entries: list[dict], rows: list[dict], cols: list[str], closing: 
     body = [f"<h1>Sweep: {_e(scenario)}</h1>",
             f'<p class="headline">{len(entries)} variants of {", ".join(_e(k) for k in entries[0]["settings"])}; '
             f"{len(fleets)} distinct fleet(s).</p>",
-            f'<div class="charts"><figure>{chart}</figure><div><h3>Fleets (marker colour)</h3><ul>{legend}</ul>'
-            + (f"<h3>Where the fleet changes</h3><ul>{changes}</ul>" if changes else "") + "</div></div>",
+            f'<div class="charts"><figure>{chart}</figure><div style="max-width:360px"><h3>Fleets (marker colour)</h3>'
+            f"<ul>{legend}</ul></div></div>",
+            f"<h2>Where the fleet changes</h2><ul>{changes}</ul>" if changes else "",
             "<h2>Variants</h2>", _table(rows, cols), f'<p class="muted">{_e(closing)}</p>']
     return _page(f"Sweep: {scenario}", body)
 

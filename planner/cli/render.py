@@ -6,7 +6,7 @@ Pure functions from plain data (dicts and lists) to strings; no solver, no typer
 from __future__ import annotations
 
 from planner.cli.render_years import years_markdown, years_text
-from planner.cli.tables import markdown_table, table, years
+from planner.cli.tables import markdown_table, table, wrap, years
 from planner.data.money import unit_cost_text, usd
 
 FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
@@ -25,7 +25,7 @@ ALTERNATIVE_HEADERS = {"cost_delta_usd_per_year": "+$/year"}
 CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost"))
 
 
-def _explanation_lines(plan: dict, markdown: bool) -> list[str]:
+def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> list[str]:
     """Binding constraints with prices, the why-not table and the next-best fleet (explain.py)."""
     lines = []
     if plan.get("explanations"):
@@ -39,7 +39,7 @@ def _explanation_lines(plan: dict, markdown: bool) -> list[str]:
     if plan.get("alternatives") is not None:
         title = "Why not the other accelerators"
         lines += ([f"## {title}", "", markdown_table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
-                  if markdown else [title, table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)])
+                  if markdown else [title, table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS, width)])
         lines.append("")
     if plan.get("next_best"):
         lines += (["## Next-best fleet", "", plan["next_best"]["message"], ""] if markdown
@@ -70,7 +70,9 @@ def headline(plan: dict) -> str:
     return f"Plan for '{plan['scenario']}': {plan['status']}, {cost_line(plan)}"
 
 
-def plan_text(plan: dict) -> str:
+def plan_text(plan: dict, width: int | None = None) -> str:
+    """The plan for a person; with `width` (the terminal's columns) prose wraps and the why-not
+    table's reasons wrap under themselves; tables of numbers keep their rows."""
     lines = [headline(plan), ""]
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
@@ -85,14 +87,23 @@ def plan_text(plan: dict) -> str:
             lines.append(f"  - {msg}")
         lines += _check_lines(job, False)
         lines.append("")
-    lines += _explanation_lines(plan, False)
+    lines += _explanation_lines(plan, False, width)
     s = plan["solver"]
     gap = "" if s.get("gap") in (None, 0) else (
         f", within {s['gap']:.2%} of optimal" if plan["status"] == "optimal" else f", gap up to {s['gap']:.2%}")
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
     lines.append(f"Solved by {s['name']}{took} ({s['variables']} variables, "
                  f"{s['constraints']} constraints{gap}).")
+    if width:
+        lines = [part for line in "\n".join(lines).split("\n") for part in
+                 (wrap(line, width) if not _is_table_line(line) else [line])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _is_table_line(line: str) -> bool:
+    """Rows of a plain-text table: columns apart by two spaces, or its rule of dashes."""
+    return set(line.strip()) <= {"-", " "} and line.strip() != "" or ("  " in line.strip() and not
+                                                                      line.lstrip().startswith(("- ", "[", "check")))
 
 
 def plan_markdown(plan: dict) -> str:

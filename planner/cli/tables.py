@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 
 
 def fmt(value, digits: int = 2) -> str:
@@ -22,8 +23,10 @@ def fmt(value, digits: int = 2) -> str:
     return str(value)
 
 
-def table(rows: list[dict], columns: list[str] | None = None, headers: dict | None = None) -> str:
-    """A plain-text table; columns default to the first row's keys."""
+def table(rows: list[dict], columns: list[str] | None = None, headers: dict | None = None,
+          width: int | None = None) -> str:
+    """A plain-text table; columns default to the first row's keys. With `width`, a last text
+    column that would run past it wraps onto continuation lines under itself."""
     if not rows:
         return "(none)"
     columns = columns or list(rows[0])
@@ -31,13 +34,32 @@ def table(rows: list[dict], columns: list[str] | None = None, headers: dict | No
     cells = [[headers.get(c, c) for c in columns]] + [[fmt(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     numeric = [all(_is_num(r.get(c)) for r in rows) for c in columns]
+    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    wrap_at = width - lead if width and not numeric[-1] and lead + widths[-1] > width and width - lead >= 20 else None
+    if wrap_at:
+        widths[-1] = min(widths[-1], wrap_at)
     lines = []
     for n, row in enumerate(cells):
         parts = [cell.rjust(w) if numeric[i] and n else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(parts).rstrip())
+        if wrap_at and len(row[-1]) > wrap_at:
+            first, *rest = textwrap.wrap(row[-1], wrap_at, break_on_hyphens=False) or [""]
+            lines.append("  ".join(parts[:-1] + [first]).rstrip())
+            lines += [" " * lead + part for part in rest]
+        else:
+            lines.append("  ".join(parts).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def wrap(text: str, width: int | None, indent: str = "") -> list[str]:
+    """A paragraph as lines of at most `width` columns (None: one line), continuation lines indented
+    two more than the first."""
+    if not width or len(text) <= width:
+        return [text]
+    first = len(text) - len(text.lstrip(" "))
+    hang = " " * first + ("  " if text.lstrip().startswith(("- ", "[")) else "  ")
+    return textwrap.wrap(text, width, subsequent_indent=indent or hang, break_on_hyphens=False) or [text]
 
 
 def markdown_table(rows: list[dict], columns: list[str], headers: dict | None = None) -> str:

@@ -1,0 +1,73 @@
+"""`plan SCENARIO --brief`: the decision on one screen, at most 25 lines of at most 100 columns: the
+cost, the recommendation, the fleet, one line per job, the years of a multi-year plan and what binds.
+The full explanation stays in `plan SCENARIO` (text), `--format markdown` and `--format html`."""
+
+from __future__ import annotations
+
+import textwrap
+
+from planner.cli.render import headline
+from planner.cli.render_years import fleet_summary
+from planner.data.money import unit_cost_text, usd
+
+MAX_LINES = 25
+MAX_WIDTH = 100
+
+
+def _wrap(text: str, width: int, indent: str = "", limit: int | None = None) -> list[str]:
+    lines = textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                          break_on_hyphens=False) or [indent]
+    if limit is not None and len(lines) > limit:
+        lines = lines[:limit]
+        lines[-1] = lines[-1][: width - 3].rstrip() + "..."
+    return lines
+
+
+def _placement(p: dict) -> str:
+    what = f"{p['replicas']:,} replica(s) of {p['accelerators_per_replica']}x {p['accelerator']} ({p['acquisition']})"
+    if p.get("users_per_replica"):
+        what += f", {p['users_per_replica']:,} users each"
+    elif p.get("hours_per_run"):
+        what += f", {p['hours_per_run']:,.1f} h per run"
+    return what + (f"; {p['binding']} binds" if p.get("binding") else "")
+
+
+def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
+    width = max(40, min(width, MAX_WIDTH))
+    out = _wrap(headline(plan), width, limit=2) + [""]
+    if plan.get("summary"):
+        out += _wrap(plan["summary"], width, limit=4) + [""]
+    out.append("Fleet")
+    fleet = plan["fleet"]
+    for f in fleet[:4]:
+        out += _wrap(f"{f['systems']}x {f['system']} ({f['accelerators']} x {f['accelerator']}), {f['acquisition']} from "
+                     f"{f['provider']}: {usd(f['cost_usd_per_year'])}/year", width, "  ", limit=1)
+    if len(fleet) > 4:
+        out.append(f"  ... and {len(fleet) - 4} more")
+    if plan.get("years"):
+        out.append("Years (cash: capex + opex)")
+        for y in plan["years"][:4]:
+            used = f", {y['budget_used']:.0%} of budget" if y.get("budget_used") is not None else ""
+            out += _wrap(f"year {y['year']}: {usd(y['cost_usd'])}{used}; {fleet_summary(y['fleet'])}", width, "  ",
+                         limit=1)
+        if len(plan["years"]) > 4:
+            out.append(f"  ... and {len(plan['years']) - 4} more years")
+    out.append("Jobs")
+    jobs = plan["jobs"]
+    room = max(1, MAX_LINES - len(out) - 5)
+    for job in jobs[:room]:
+        first = job["placements"][0] if job["placements"] else None
+        text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year"
+                + (f"; {unit_cost_text(job['unit_cost'])}" if unit_cost_text(job["unit_cost"]) else "")
+                + (f"; {_placement(first)}" if first else "; nothing placed"))
+        out += _wrap(text, width, "  ", limit=2 if len(jobs) <= 3 else 1)
+    if len(jobs) > room:
+        out.append(f"  ... and {len(jobs) - room} more jobs")
+    binding = [e for e in plan.get("explanations") or [] if e["binding"]]
+    left = MAX_LINES - len(out) - 2
+    if binding and left > 1:
+        out.append("What binds")
+        for e in binding[: left - 1]:
+            out += _wrap(f"{e['constraint']}: {e['message']}", width, "  ", limit=1)
+    out.append("Full explanation: run without --brief; charts: --format html -o report.html")
+    return "\n".join(out[:MAX_LINES]) + "\n"

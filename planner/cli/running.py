@@ -1,0 +1,91 @@
+"""`plan SCENARIO`: plan, warn on stderr when optimality is not proven, render in the chosen format
+(text wrapped to the terminal, --brief, JSON, Markdown, HTML) and hand the text to `write`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import typer
+
+from planner.cli import tables
+from planner.cli.progress import Ticker
+from planner.data.errors import InfeasibleError, InputError, Problem
+
+
+@dataclass
+class RunRequest:
+    scenario: Path
+    fmt: str = "table"
+    catalog_paths: tuple[str, ...] = ()
+    time_limit_s: float | None = None
+    timings: bool = True
+    brief: bool = False
+    quiet: bool = False
+    to_file: bool = False
+
+
+def terminal_width(to_file: bool) -> int | None:
+    """Columns to wrap text at: $COLUMNS when set, else the terminal's; None (no wrapping) for a
+    file or a pipe, so that scripts and grep see whole lines."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(40, int(os.environ["COLUMNS"]))
+    if to_file or not sys.stdout.isatty():
+        return None
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
+    from planner.app.pipeline import plan_file
+
+    if req.brief and req.fmt != "table":
+        raise InputError(Problem(f"--brief is a text view; it does not combine with --format {req.fmt}",
+                                 "--brief", "drop --brief, or drop --format"))
+    try:
+        with Ticker(f"planning {req.scenario.name}", req.quiet, steps="options, solve, explanations"):
+            plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s)
+    except InfeasibleError as exc:
+        if req.fmt == "json":
+            write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),
+                                  "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations}))
+        raise
+    _warnings(plan)
+    if not req.timings:  # wall time is the one thing that differs from run to run
+        plan = {**plan, "solver": {k: v for k, v in plan["solver"].items() if k != "seconds"}}
+    write(render(plan, req))
+    return plan
+
+
+def render(plan: dict, req: RunRequest) -> str:
+    width = terminal_width(req.to_file)
+    if req.brief:
+        from planner.cli.brief import brief_text
+
+        return brief_text(plan, width or 100)
+    if req.fmt == "html":
+        from planner.cli.html import plan_html
+
+        return plan_html(plan)
+    if req.fmt == "json":
+        return tables.to_json(plan)
+    from planner.cli import render as report
+
+    return report.plan_markdown(plan) if req.fmt == "markdown" else report.plan_text(plan, width)
+
+
+def _warnings(plan: dict) -> None:
+    if plan["status"] != "optimal":
+        gap = plan["solver"].get("gap")
+        typer.echo("warning: the plan is feasible but not proven optimal"
+                   + (f" (gap up to {gap:.2%})" if gap is not None else "")
+                   + "; raise solver.time_limit_s for a proof", err=True)
+    pruned = plan["solver"].get("pairs_pruned") or 0
+    if pruned:
+        typer.echo(f"warning: a large scenario: {pruned:,} of the candidate (configuration, offer) pairs "
+                   "were left out by the shortlist heuristic, so the plan is optimal over the shortlist, "
+                   "not proven over every candidate; split the scenario or narrow the policy for a proof",
+                   err=True)

@@ -1,0 +1,77 @@
+"""What a person sees in the terminal: --brief on one screen, text wrapped to COLUMNS, progress on
+stderr only (never stdout), off with --quiet."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+from conftest import SCENARIOS
+
+
+@pytest.mark.parametrize("name", ["bank.yaml", "annual-budget.yaml", "choose-go.yaml"])
+def test_brief_is_the_decision_in_25_lines_of_100_columns(plan_cli, name, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    r = plan_cli(SCENARIOS / name, "--brief")
+    assert r.code == 0, r.err
+    lines = r.out.rstrip("\n").split("\n")
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100, r.out
+    assert lines[0].startswith("Plan for ") and "Fleet" in lines and "Jobs" in lines
+    assert "run without --brief" in lines[-1]
+
+
+def test_brief_does_not_mix_with_other_formats(plan_cli):
+    r = plan_cli(SCENARIOS / "bank.yaml", "--brief", "--format", "json")
+    assert r.code == 2 and "--brief" in r.err and r.out == ""
+
+
+def test_text_wraps_to_columns_and_keeps_the_full_explanation(plan_cli, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    wide = plan_cli(SCENARIOS / "bank.yaml")
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = plan_cli(SCENARIOS / "bank.yaml")
+    assert narrow.code == 0
+    prose = [ln for ln in narrow.out.split("\n") if not _table_row(ln)]
+    assert max(map(len, prose)) <= 80
+    assert max(map(len, wide.out.split("\n"))) > 200  # a pipe gets whole lines for grep
+    for part in ("Why this plan", "Why not the other accelerators", "Next best", "check, run it"):
+        assert part in narrow.out
+    assert " ".join(narrow.out.split()) .count("costlier") == " ".join(wide.out.split()).count("costlier")
+
+
+def _table_row(line: str) -> bool:
+    return "  " in line.strip() and not line.lstrip().startswith(("- ", "[", "check"))
+
+
+def test_progress_ticks_on_stderr_after_the_delay_and_not_before():
+    from planner.cli.progress import Ticker
+
+    err = io.StringIO()
+    with Ticker("planning x.yaml", delay_s=0.05, every_s=0.05, stream=err, steps="options, solve"):
+        time.sleep(0.3)
+    assert "planning x.yaml (options, solve): 0 s so far" in err.getvalue() and "done in" in err.getvalue()
+    fast, quiet = io.StringIO(), io.StringIO()
+    with Ticker("planning x.yaml", delay_s=2, stream=fast):
+        pass
+    with Ticker("planning x.yaml", quiet=True, delay_s=0.01, every_s=0.01, stream=quiet):
+        time.sleep(0.1)
+    assert fast.getvalue() == "" and quiet.getvalue() == ""
+
+
+def test_quiet_run_keeps_stderr_empty_and_stdout_is_the_plan_only(plan_cli):
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--quiet")
+    assert r.code == 0 and r.err == "" and r.out.lstrip().startswith("{")
+
+
+def test_readme_verify_step_works_as_written(plan_cli, tmp_path, monkeypatch):
+    """README: `plan scenarios/bank.yaml --format json -o plan.json`, then `plan verify ... plan.json`."""
+    readme = (SCENARIOS.parent / "README.md").read_text()
+    assert "plan scenarios/bank.yaml --format json -o plan.json" in readme
+    assert "plan verify scenarios/bank.yaml plan.json" in readme
+    assert "| 5 |" in readme
+    monkeypatch.chdir(tmp_path)
+    assert plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "-o", "plan.json", "--quiet").code == 0
+    r = plan_cli("verify", SCENARIOS / "bank.yaml", "plan.json")
+    assert r.code == 0 and "checks passed" in r.out, r.err
