@@ -10,6 +10,7 @@ from planner.physics import arch, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 KV_PRECISIONS = ("bf16", "fp8", "int8")
+ENGINES = ("vllm", "sglang", "trtllm")
 
 
 @dataclass
@@ -29,6 +30,7 @@ class EstimateRequest:
     stage: str = "serve"
     method: str = "lora"
     tokens: float = 1e8
+    engine: str | None = None
 
 
 def _check(req: EstimateRequest, cat) -> list[Problem]:
@@ -42,6 +44,8 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
                "--method": (req.method, ("full", "lora", "qlora"))}
     if req.kv_precision is not None:
         choices["--kv-precision"] = (req.kv_precision, KV_PRECISIONS)
+    if req.engine is not None:
+        choices["--engine"] = (req.engine, ENGINES)
     for flag, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(Problem(f"unknown value '{value}'", flag, "use one of: " + ", ".join(allowed)))
@@ -68,7 +72,8 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     kv = req.kv_precision or ("fp8" if req.precision in ("fp8", "fp4") else "bf16")
     wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens)
     if req.max_throughput and req.tp is None and req.pp is None:
-        est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user)
+        est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
+                                     engine=req.engine)
         if est is None:
             return {**base, **_not_fitting(m, acc, wl, req.count)}
         replicas = req.count // (est.tensor_parallel * est.pipeline_parallel)
@@ -84,12 +89,15 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     if req.batch is not None:
         batch = req.batch
     elif req.min_tokens_per_s_per_user is not None:
-        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user)
+        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user, engine=req.engine)
         batch = max(batch, 1)
     else:
         batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit
-    est = serving.estimate(m, acc, wl, tp, pp, batch)
+    est = serving.estimate(m, acc, wl, tp, pp, batch, engine=req.engine)
     out = {**base, **est.as_dict(), "replicas": replicas}
+    out["ttft_convention"] = (f"ttft_ms: mean time to first token in a closed loop of {batch} concurrent "
+                              "requests per replica (chunked prefill; waits behind other prompts and decode "
+                              "steps included); ttft_ms_alone: one prompt on an idle replica")
     out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
     if tp > acc.scaleup_domain:
         out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"
@@ -101,5 +109,6 @@ def _not_fitting(m, acc, wl, count) -> dict:
     return {"fits": False, "reason": f"{m.id} at {wl.precision} needs {need:.1f} GB of weights; "
                                      f"{count}x {acc.id} ({acc.memory_gb:g} GB each) cannot hold it with a KV cache",
             "memory_gb_capacity": acc.memory_gb, "tensor_parallel": None, "pipeline_parallel": None,
-            "replicas": 0, "batch": 0, "tpot_ms": None, "ttft_ms": None, "tokens_per_s_per_user": None,
+            "replicas": 0, "batch": 0, "tpot_ms": None, "ttft_ms": None, "ttft_ms_alone": None,
+            "tokens_per_s_per_user": None,
             "tokens_per_s": 0.0, "regime": "capacity", "memory_gb_per_accelerator": None}

@@ -120,6 +120,8 @@ class ServeJob(JobBase):
     max_ttft_s: Optional[float] = Field(None, gt=0, le=3600)
     hours_per_day: float = Field(24.0, gt=0, le=24)
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
+    engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
+        None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")
 
     @model_validator(mode="after")
     def _tokens(self):

@@ -54,23 +54,27 @@ def replica_slots(replica: int, system: System) -> float | None:
 
 
 def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
-           cache: dict | None):
+           cache: dict | None, engine: str | None = None):
     """(largest batch, its limit, the estimate at that batch) for one TP x PP replica; the answer
     depends only on model, accelerator, workload, split and targets, so systems sharing an
     accelerator (an 8-GPU node and a 1-GPU instance) and jobs sharing a workload reuse it."""
-    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft)
+    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft, engine)
     if cache is not None and key in cache:
         return cache[key]
-    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft)
-    est = serving.estimate(m, acc, wl, tp, pp, batch) if batch >= 1 else None
+    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine)
+    est = serving.estimate(m, acc, wl, tp, pp, batch, engine=engine) if batch >= 1 else None
     if cache is not None:
         cache[key] = (batch, limit, est)
     return batch, limit, est
 
 
 def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
-                  demand: str, cache: dict | None = None) -> tuple[list[ServeOption], str]:
+                  demand: str, cache: dict | None = None,
+                  engine: str | None = None) -> tuple[list[ServeOption], str]:
     """Pareto-best (accelerators per replica, users per replica) configurations on one system.
+    `max_ttft` is checked against the TTFT under load: the mean first-token time of a closed loop
+    of as many concurrent users as the replica serves (physics.ttft), so a TTFT limit caps the
+    batch the way the per-user speed does.
     Beyond PP 2, pipeline stages are added (PP doubled) only while memory limits the batch: a
     token still passes every stage in turn, so more stages barely raise per-user speed and leave
     the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
@@ -87,7 +91,7 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                                f"({system.kind}, no scale-out fabric)")
                 break
             if slots is not None:
-                batch, limit, est = _probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache)
+                batch, limit, est = _probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
                     binding = "memory" if limit == "memory" else (
                         "batch-cap" if limit == "batch-cap" else est.regime)
@@ -96,7 +100,7 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                         est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
                         est.weights_gb, est.kv_gb, binding, est.regime))
                 else:
-                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft))
+                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine))
                 if limit != "memory" and pp >= 2:
                     break  # more stages add memory only: per-user speed and the batch cap barely move
             pp *= 2
@@ -106,13 +110,13 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     return _pareto(found), ""
 
 
-def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft) -> str:
+def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) -> str:
     if limit == "memory":
-        return "memory:" + serving.estimate(m, acc, wl, tp, pp, 1).reason
+        return "memory:" + serving.estimate(m, acc, wl, tp, pp, 1, engine=engine).reason
     if limit == "ttft":
-        t = serving.ttft_s(m, acc, wl, tp, pp)
-        return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} exceeds {max_ttft:g} s"
-    est = serving.estimate(m, acc, wl, tp, pp, 1)
+        t = serving.ttft_s(m, acc, wl, tp, pp, engine=engine)
+        return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} (one prompt alone) exceeds {max_ttft:g} s"
+    est = serving.estimate(m, acc, wl, tp, pp, 1, engine=engine)
     return (f"latency:even one user gets {est.tokens_per_s_per_user:.1f} tok/s at TP{tp} PP{pp} "
             f"({est.regime}-bound), below {min_tps:g}")
 
@@ -156,6 +160,14 @@ def scales_out(system: System) -> bool:
     return system.kind == "cloud-instance" and system.accelerators >= SCALE_OUT_MIN_ACCELERATORS
 
 
+def batch_counts(system: System) -> list[int]:
+    """Accelerator counts a run may use on this system type: powers of two up to one system, then
+    whole systems in powers of two (72, 144, ... 4,608 GPUs of NVL72 racks; 144-chip UltraServers)."""
+    per = system.accelerators
+    whole = {per * 2 ** k for k in range(18) if per * 2 ** k <= BATCH_COUNTS[-1]}
+    return sorted({n for n in BATCH_COUNTS if n <= per} | whole)
+
+
 def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
                   precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
     """The fewest accelerators on this system type that fit and meet the deadline, and a larger
@@ -165,7 +177,7 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
         return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GB)"
     out: list[BatchOption] = []
     last = None
-    for n in BATCH_COUNTS:
+    for n in batch_counts(system):
         if n < need or replica_slots(n, system) is None:
             continue
         if n > system.accelerators and not scales_out(system):
@@ -283,7 +295,8 @@ def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
 
 def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
     if d.kind == "serve":
-        return serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache)
+        return serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache,
+                             getattr(job, "engine", None))
     if d.kind == "batch":
         r = d.train
         return batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,

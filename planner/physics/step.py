@@ -156,7 +156,10 @@ def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: f
 
 
 def stage_time(p: dict[str, float], engine: str | None = None) -> float:
-    if engines.get(engine).prefill_first:
+    """Seconds of one stage step from its parts: a roofline over the weight read and all matmuls,
+    or, on a prefill-first engine with both decodes and a prompt, a decode pass plus a prefill
+    pass (compute-bound: its own weight read hides under its matmuls)."""
+    if engines.get(engine).prefill_first and p["compute"] > 0 and p["prefill"] > 0:
         return max(p["memory"], p["compute"]) + p["prefill"] + p["comm"] + p["fixed"]
     return max(p["memory"], p["compute"] + p["prefill"]) + p["comm"] + p["fixed"]
 

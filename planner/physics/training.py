@@ -12,12 +12,26 @@ Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
 The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
 (vendors' "GB" memory labels are binary sizes; see planner.perf.serving).
 
-Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak), with k = 6 for full
-training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight gradients).
+Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak x E(n)), with k = 6
+for full training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight
+gradients), and E(n) the scale-out efficiency of n accelerators by interconnect class
+(scaleout_efficiency): E = r ^ log2(n / D) beyond D accelerators, r per doubling of the count.
+  scale-up fabric (NVLink/NVSwitch, Infinity Fabric, ICI, NeuronLink, Gaudi RoCE; D = its domain):
+      r = 0.95 across nodes on InfiniBand/RoCE: MLPerf Training Llama 3.1 405B on H100 + 8x400G
+      IB, 512 -> 8,192 GPUs, 94.8% per doubling (v5.0); GPT-3 92.4% (v3.1), 90.9% (v4.0);
+      r = 0.96 from domains of 64+ (NVL72, Trn UltraServer, TPU pods): GB200 NVL72 95.9%
+      512 -> 2,496 (v5.0), 94.0% 2,560 -> 5,120 (v5.1); TPU v5p 92.9%, Trillium 92.6%.
+  PCIe-only cards (scale-up kind pcie, a 2-card bridge, or none; D = 1): r = 0.78: MLPerf
+      Training v4.0 L40S (PCIe Gen4) Llama 2 70B LoRA 64 -> 384, 77.7% per doubling
+      (reference/scaleout-moe.md §1.2, all figures there [D] from the MLPerf logs).
+Parallelism the estimate assumes: ZeRO-3/FSDP data parallelism over all n (memory_per_acc); a
+model whose states need more than one scale-up domain is split tensor/pipeline-parallel inside the
+domain and data-parallel across domains, which E(n) prices by the fabric it crosses.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
@@ -44,6 +58,8 @@ class TrainEstimate:
     hours: float
     tokens: float
     regime: str
+    scaleout_efficiency: float = 1.0
+    parallelism: str = ""
 
     def as_dict(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -89,6 +105,33 @@ def accelerators_min(m: Model, acc: Accelerator, method: str, seq: int, rank: in
     return 0
 
 
+PCIE_KINDS = ("pcie", "none")
+PER_DOUBLING_PCIE = 0.78
+PER_DOUBLING_NETWORK = 0.95
+PER_DOUBLING_LARGE_DOMAIN = 0.96
+LARGE_DOMAIN = 64
+
+
+def scaleout_efficiency(acc: Accelerator, n: int) -> float:
+    """Fraction of n x one accelerator's rate a training run keeps (see the module docstring)."""
+    pcie = acc.scaleup_kind in PCIE_KINDS or acc.scaleup_domain <= 2
+    domain = 1 if pcie else max(acc.scaleup_domain, 1)
+    if n <= domain:
+        return 1.0
+    r = PER_DOUBLING_PCIE if pcie else (PER_DOUBLING_LARGE_DOMAIN if domain >= LARGE_DOMAIN else PER_DOUBLING_NETWORK)
+    return r ** math.log2(n / domain)
+
+
+def parallelism_of(acc: Accelerator, n: int, need: int) -> str:
+    """How the run is laid out, in words."""
+    domain = max(acc.scaleup_domain, 1)
+    if n <= 1:
+        return "one accelerator"
+    inside = f"inside one {acc.scaleup_kind} domain" if n <= domain else f"across {math.ceil(n / domain)} scale-up domains"
+    split = "FSDP/ZeRO-3 data parallel" if need <= domain else "tensor/pipeline parallel inside each domain, data parallel across"
+    return f"{split} on {n} accelerators {inside}"
+
+
 def train_flops(m: Model, method: str, tokens: float, seq: int) -> float:
     per_token = arch.flops_per_token(m) + arch.attention_flops_per_token(m, seq / 2)
     return FLOPS_FACTOR[method] / 2 * per_token * tokens
@@ -106,9 +149,11 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
     elif count < need:
         reason = (f"{method} needs {mem / GB:.1f} GB per accelerator on {count}x {acc.name} "
                   f"({acc.memory_gb:.0f} GB); at least {need} are needed")
-    rate = count * cal.train_mfu * achievable_flops(acc, precision)
+    eff = scaleout_efficiency(acc, max(count, 1))
+    rate = count * cal.train_mfu * achievable_flops(acc, precision) * eff
     hours = train_flops(m, method, tokens, seq) / rate / 3600
-    regime = "capacity" if need > 1 or reason else "compute"
+    regime = "capacity" if need > 1 or reason else ("interconnect" if eff < 0.8 else "compute")
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
                          accelerators_min=need, memory_gb_per_accelerator=mem / GB,
-                         memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime)
+                         memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime,
+                         scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need))

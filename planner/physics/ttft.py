@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from planner.data.catalog import Accelerator, Model
 from planner.data.jobs import Workload
-from planner.physics import step
+from planner.physics import engines, step
 from planner.physics.calibration import Calibration, default
 
 
@@ -38,7 +38,8 @@ def _within(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: i
     budget = step.prompt_budget(acc, others, engine)
     n = max(1.0, ahead / budget)
     chunk = min(budget, ahead)
-    mixed = step.stage_time(step.parts(m, acc, wl, tp, pp, others, chunk, link, cal, engine), engine)
+    beside = 0.0 if engines.get(engine).prefill_first else others  # SGLang: a pass of its own
+    mixed = step.stage_time(step.parts(m, acc, wl, tp, pp, beside, chunk, link, cal, engine), engine)
     wait = 0.0
     if batch > 1:
         pure = step.stage_time(step.parts(m, acc, wl, tp, pp, batch / pp, 0.0, link, cal, engine), engine)

@@ -62,7 +62,7 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         fit = serving.max_batch_by_memory(m, acc, part.workload, tp, pp)
         v.check("memory", upr <= fit and upr <= cap_batch,
                 f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
-        est = serving.estimate(m, acc, part.workload, tp, pp, upr)
+        est = serving.estimate(m, acc, part.workload, tp, pp, upr, engine=getattr(job, "engine", None))
         v.check("latency", est.tokens_per_s_per_user >= part.min_tokens_per_s * (1 - TIGHT),
                 f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.min_tokens_per_s:g}")
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
