@@ -53,6 +53,9 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
             batch = max([math.ceil(a / per) for a in ledger.batch_fit.get(oid, [])] or [0])
             v.check("capacity", rented <= n and batch <= n,
                     f"'{oid}': placements need {max(rented, batch)} systems, {n} rented")
+            v.check("costs", n <= max(rented, batch),
+                    f"'{oid}': {n} systems rented where the placements need {max(rented, batch)} (an idle "
+                    "rented system is never part of a cheapest plan)")
         if o.acquisition == "buy" and n > 0:
             site_kw += system.power_kw * n
             capex += o.purchase_usd * n

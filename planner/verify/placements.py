@@ -68,11 +68,14 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
                 f"{where}: reports {p['tokens_per_s_per_user']} tok/s per user, physics gives "
                 f"{est.tokens_per_s_per_user:.2f}")
+        v.check("latency", p["ttft_s"] is not None and close(p["ttft_s"], est.ttft_ms / 1e3, 0.01, 0.0015),
+                f"{where}: reports the first token after {p['ttft_s']:.4g} s, physics gives {est.ttft_ms / 1e3:.3f} s")
         if part.max_ttft_s is not None:
             v.check("latency", est.ttft_ms / 1e3 <= part.max_ttft_s * (1 + TIGHT),
                     f"{where}: first token after {est.ttft_ms / 1e3:.3f} s, limit {part.max_ttft_s:g} s")
         supply += reps * upr
         hours = hours_per_year(part)
+        ledger.usage[o.id][part.key] += reps * slot * hours
         if owned(o):
             ledger.serve_slots[o.id] += reps * slot
             ledger.slot_hours[o.id] += reps * slot * hours
@@ -112,6 +115,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         share = p["share_of_runs"]
         share_sum += share
         runs = share * part.runs_per_year
+        ledger.usage[o.id][part.key] += n * (est.hours if ledger.multi else hours) * runs
         per_run = max(1, math.ceil(n / system.accelerators))
         if owned(o):
             ledger.batch_fit[o.id].append(n)
@@ -149,6 +153,7 @@ def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("power", job.max_power_w is None or power_w <= job.max_power_w * (1 + TIGHT),
                 f"{where}: draws {power_w:.0f} W, limit {job.max_power_w} W")
         units += p["replicas"]
+        ledger.usage[o.id][part.key] += p["replicas"] if ledger.multi else 1
         ledger.edge_units[o.id] += p["replicas"]
         rate = s.policy.discount_rate
         ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (

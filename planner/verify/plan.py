@@ -32,6 +32,7 @@ from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.verify.common import Ledger, Verification
 from planner.verify.fleet import check_fleet, check_totals
+from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
 from planner.verify.placements import check_batch, check_edge, check_serve
 from planner.verify.years import verify_years
 
@@ -58,9 +59,10 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
     for f in plan["fleet"]:
         v.check("plan", f["offer"] not in fleet, f"offer '{f['offer']}' appears twice in the fleet")
         fleet[f["offer"]] = f
-    ledger = Ledger()
     multi = "years" in plan  # fleet and jobs describe the final year; prices there follow trends
+    ledger = Ledger(multi)
     last = s.horizon_years if multi else 1
+    parts = {j.name: demands_of_job(j, last) for j in s.jobs}
     for pj in plan["jobs"]:
         job = jobs.get(pj["name"])
         if job is None:
@@ -68,8 +70,12 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
         v.check("plan", pj["stage"] == job.stage and pj["model"] == job.model,
                 f"job '{job.name}' is reported as {pj['stage']} {pj['model']}")
         unserved = pj.get("unserved") or {}
-        for part in demands_of_job(job, last):
+        v.check("plan", all(p["part"] in {d.key for d in parts[job.name]} for p in pj["placements"]),
+                f"job '{job.name}' has placements of parts {sorted({p['part'] for p in pj['placements']})}")
+        for part in parts[job.name]:
             placed = [p for p in pj["placements"] if p["part"] == part.key]
+            for p in placed:
+                check_placement(p, part, v)
             gap = unserved.get(part.key) or {}
             short = gap.get("share", 0.0) or 0.0
             if part.kind == "serve" and gap.get("users") is not None:  # exact to 0.05 user; the share is rounded
@@ -78,6 +84,9 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
                     f"'{part.key}' leaves {short:.1%} unserved outside max-coverage mode")
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
     check_fleet(fleet, s, cat, v, ledger, costed=not multi)
+    check_fleet_rows(plan["fleet"], cat, v, purchase=not multi)
+    check_job_costs(plan, fleet, s, v, ledger, parts)
+    check_utilisation(plan["utilisation"], fleet, cat, v, ledger)
     if multi:
         verify_years(plan, s, cat, v)
     else:

@@ -13,6 +13,7 @@ from planner.verify.common import (
     close,
     offer_problem,
 )
+from planner.verify.years_cash import check_year_money
 
 
 def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
@@ -50,6 +51,7 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
                     f"year {t}: bought systems draw {site_kw:,.1f} kW; the site allows {s.site.power_cap_kw:g} kW")
         v.check("policy", not y.get("unserved") or s.budget.mode == "max-coverage",
                 f"year {t}: {sorted(y['unserved'])} left unserved outside max-coverage mode")
+    check_year_money(plan, s, cat, v)
     cash = sum(y["cost_usd"] for y in years)
     v.check("costs", close(cash, plan["total_cost_usd_over_horizon"]),
             f"years add to ${cash:,.0f}, horizon total ${plan['total_cost_usd_over_horizon']:,.0f}")

@@ -1,0 +1,153 @@
+"""The verifier's checks of the numbers a reader acts on, beyond feasibility: each fleet row against
+its catalog offer (acquisition, provider, accelerators, power, purchase price), whole replicas and
+users, batch shares in [0, 1], each job's cost as its share of the fleet's cost, each job's unit cost
+and the utilisation of owned systems.
+
+Job costs: an offer's yearly cost is split between the demands placed on it by the accelerator-hours
+each uses (serving: replicas x accelerators they occupy x hours a year; batch: share x runs x
+accelerators x hours per run; edge: the devices, or 1 per placement in a single-period plan), so
+  cost_j = sum_o cost_o x use_{o,j} / sum_d use_{o,d}.
+Unit costs: serving, cost_j / (users served x mean tokens/s per user x 3600 x hours a day x 365) per
+token; training, cost_j per run; RL, cost_j / 365 per day; edge, cost_j per device.
+"""
+
+from __future__ import annotations
+
+from planner.data.catalog import Catalog
+from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.scenario import Scenario
+from planner.verify.common import REL, USD, Ledger, Verification, close, owned
+
+
+def whole(x) -> bool:
+    """A whole number as JSON carries it: an int, or a float without a fraction (not a bool)."""
+    if isinstance(x, bool):
+        return False
+    return isinstance(x, int) or (isinstance(x, float) and x.is_integer())
+
+
+def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str = "",
+                     purchase: bool = True) -> None:
+    """Each fleet row names its offer's system, accelerator, acquisition and provider; accelerators
+    and power follow from the systems held; a bought row's purchase_usd is price x systems
+    (`purchase` False: multi-year rows, whose prices follow trends, are checked by years.py)."""
+    for f in rows:
+        o = cat.offers.get(f["offer"])
+        if o is None or o.system not in cat.systems:
+            continue  # reported by check_fleet / verify_years
+        system = cat.systems[o.system]
+        name = f"{where}fleet '{o.id}'"
+        n = f["systems"]
+        v.check("plan", whole(n) and n >= 1, f"{name}: {n} systems is not a whole number of at least 1")
+        v.check("plan", (f["system"], f["accelerator"], f["acquisition"], f["provider"])
+                == (o.system, system.accelerator, o.acquisition, o.provider),
+                f"{name} is reported as {f['acquisition']} {f['system']} ({f['accelerator']}) from "
+                f"{f['provider']}; the catalog offer is {o.acquisition} {o.system} ({system.accelerator}) "
+                f"from {o.provider}")
+        v.check("plan", close(f["power_kw"], system.power_kw * n, 1e-4, 0.01),
+                f"{name}: {f['power_kw']} kW for {n} systems of {system.power_kw:g} kW")
+        if o.acquisition != "buy":
+            v.check("costs", f.get("purchase_usd") is None,
+                    f"{name}: a purchase price (${f.get('purchase_usd')}) on a {o.acquisition} offer")
+        elif purchase:
+            got = f.get("purchase_usd")
+            v.check("costs", got is not None and close(got, o.purchase_usd * n, 1e-6, 0.01),
+                    f"{name}: purchase ${got} for {n} systems at ${o.purchase_usd:,.2f}")
+
+
+def check_placement(p: dict, part, v: Verification) -> None:
+    """Replicas, users and accelerators are whole numbers; batch shares lie in [0, 1] and say how
+    many runs they are; users served never exceed what the replicas hold or the demand."""
+    where = f"'{part.key}' on {p['offer']}"
+    for key in ("replicas", "accelerators_per_replica", "tensor_parallel", "pipeline_parallel"):
+        v.check("plan", whole(p[key]) and p[key] >= 1, f"{where}: {key} {p[key]} is not a whole number >= 1")
+    if part.kind == "serve":
+        upr = p["users_per_replica"]
+        v.check("plan", whole(upr) and upr >= 1, f"{where}: users_per_replica {upr} is not a whole number >= 1")
+        served = p.get("users_served")
+        if served is not None and whole(upr):
+            v.check("demand", served == min(p["replicas"] * upr, part.users),
+                    f"{where}: reports {served} users served; {p['replicas']} replicas of {upr} users "
+                    f"serve {min(p['replicas'] * upr, part.users)} of {part.users}")
+    elif part.kind == "batch":
+        share = p.get("share_of_runs")
+        v.check("plan", isinstance(share, (int, float)) and 0.0 < share <= 1.0 + 1e-9,
+                f"{where}: share of runs {share} is not in (0, 1]")
+        if isinstance(share, (int, float)) and p.get("runs_per_year") is not None:
+            v.check("plan", close(p["runs_per_year"], share * part.runs_per_year, 1e-3, 2e-3),
+                    f"{where}: {p['runs_per_year']} runs a year; a share of {share} of "
+                    f"{part.runs_per_year:g} runs is {share * part.runs_per_year:.3f}")
+
+
+def check_job_costs(plan: dict, fleet: dict, s: Scenario, v: Verification, ledger: Ledger,
+                    parts: dict[str, list]) -> None:
+    """Each job's cost is its accelerator-hour share of each offer's cost; unit costs follow."""
+    totals = {oid: sum(use.values()) for oid, use in ledger.usage.items()}
+    jobs = {j.name: j for j in s.jobs}
+    for pj in plan["jobs"]:
+        job = jobs.get(pj["name"])
+        if job is None:
+            continue
+        keys = [p.key for p in parts[job.name]]
+        want = sum(fleet[oid]["cost_usd_per_year"] * use.get(k, 0.0) / totals[oid]
+                   for oid, use in ledger.usage.items() if oid in fleet and totals[oid] > 0 for k in keys)
+        got = pj["cost_usd_per_year"] or 0.0
+        v.check("costs", close(got, want, REL, USD),
+                f"job '{job.name}' costs ${got:,.2f}/yr; its share of the fleet's accelerator-hours costs "
+                f"${want:,.2f}")
+        _check_unit_cost(pj, job, parts[job.name], got, v)
+
+
+def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -> None:
+    unit, name = pj["unit_cost"], f"job '{job.name}'"
+
+    def same(key: str, want: float, digits: int = 2) -> None:
+        got = unit.get(key)
+        v.check("costs", got is not None and close(got, want, REL, 0.6 * 10 ** -digits),
+                f"{name}: {key} is {got if got is None else format(got, '.6g')}; its cost ${cost:,.2f}/yr gives {want:.{digits + 2}g}")
+
+    if job.stage == "serve":
+        placed = [p for p in pj["placements"] if p.get("users_served") is not None]
+        served = sum(p["users_served"] for p in placed)
+        if not served:
+            v.check("costs", unit.get("usd_per_million_tokens") is None,
+                    f"{name}: a price per million tokens with no user served")
+            return
+        tps = sum(p["users_served"] * p["tokens_per_s_per_user"] for p in placed) / served
+        tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR
+        same("usd_per_million_tokens", cost / tokens * 1e6, 4)
+        v.check("costs", close(unit.get("output_tokens_per_year") or 0.0, tokens, REL, 1.0),
+                f"{name}: {unit.get('output_tokens_per_year')} output tokens a year; {served} users at "
+                f"{tps:.2f} tok/s for {job.hours_per_day:g} h a day make {tokens:,.0f}")
+        same("usd_per_user_per_year", cost / max(served, 1))
+    elif job.stage in ("finetune", "pretrain"):
+        runs = [p.runs_per_year for p in parts] + [job.runs_per_year]
+        got = unit.get("usd_per_run")
+        v.check("costs", got is not None and any(close(got, cost / r, REL, 0.006) for r in runs if r > 0),
+                f"{name}: usd_per_run is {got}; ${cost:,.2f}/yr over {runs[0]:g} runs gives "
+                f"{cost / runs[0] if runs[0] else float('nan'):.2f}")
+    elif job.stage == "rl":
+        same("usd_per_day", cost / DAYS_PER_YEAR)
+    else:
+        same("usd_per_device_per_year", cost / max(job.devices, 1))
+
+
+def check_utilisation(rows: list[dict], fleet: dict, cat: Catalog, v: Verification, ledger: Ledger | None,
+                      where: str = "") -> None:
+    """Owned offers' accelerator-hours and utilisation: re-derived from the placements (when known),
+    at most the hours in a year, and the share of them stated."""
+    for u in rows:
+        f = fleet.get(u["offer"])
+        o = cat.offers.get(u["offer"])
+        name = f"{where}utilisation of '{u['offer']}'"
+        if not v.check("plan", f is not None and o is not None and owned(o) and u["systems"] == f["systems"],
+                       f"{name}: not an owned offer of the fleet, or {u['systems']} systems against the fleet's"):
+            continue
+        hours = HOURS_PER_YEAR * f["accelerators"]
+        used = u["accelerator_hours_used"]
+        v.check("plan", 0.0 <= used <= hours * (1 + 1e-6) + 1 and close(u["utilisation"], used / hours, 0.0, 1e-4),
+                f"{name}: {used:,.0f} accelerator-hours of {hours:,.0f} reported as {u['utilisation']}")
+        if ledger is not None:
+            v.check("plan", close(used, ledger.slot_hours[o.id], REL, 1.0),
+                    f"{name}: {used:,.0f} accelerator-hours reported, the placements use "
+                    f"{ledger.slot_hours[o.id]:,.0f}")
