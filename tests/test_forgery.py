@@ -6,14 +6,13 @@ verified here (no re-solving)."""
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache
 
 import pytest
-
 from conftest import SCENARIOS, shipped_plan
 
 
-@lru_cache(maxsize=None)
+@cache
 def _plan(name: str):
     from planner.data.consistency import resolve
 
@@ -92,10 +91,10 @@ def _fewer_owned(plan):
     row["accelerators"] -= per
 
 
-FLEET0 = lambda p: p["fleet"][0]  # noqa: E731
-JOB0 = lambda p: p["jobs"][0]  # noqa: E731
-UNIT0 = lambda p: p["jobs"][0]["unit_cost"]  # noqa: E731
-YEAR = lambda t: (lambda p: p["years"][t - 1])  # noqa: E731
+FLEET0 = lambda p: p["fleet"][0]
+JOB0 = lambda p: p["jobs"][0]
+UNIT0 = lambda p: p["jobs"][0]["unit_cost"]
+YEAR = lambda t: (lambda p: p["years"][t - 1])
 
 SINGLE = {
     "acquisition buy -> spot": _set(_owned_row, "acquisition", "spot"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -16,7 +15,8 @@ from typing import List, Optional
 import typer
 
 from planner.cli import tables
-from planner.data.errors import InfeasibleError, InputError, PlannerError, Problem
+from planner.cli.output import check_output, emit
+from planner.data.errors import InfeasibleError, InputError, PlannerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
@@ -58,37 +58,6 @@ CatalogOpt = typer.Option(None, "--catalog", help="a catalog folder or file over
                                                  "(repeatable; later ones win)")
 
 
-def check_output(output: Optional[Path], force: bool) -> None:
-    """Refuse an --output that would overwrite a file (without --force) or lands nowhere."""
-    if output is None:
-        return
-    if output.exists() and not force:
-        raise InputError(Problem(f"{output} already exists", "--output", "pass --force to replace it, "
-                                                                         "or choose another name"))
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(Problem(f"folder {folder} does not exist", "--output", "create it first"))
-
-
-def emit(text: str, output: Optional[Path], force: bool) -> None:
-    """Write to stdout, or atomically to a new file (never over an existing one without --force)."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    check_output(output, force)
-    folder = output.parent if str(output.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    typer.echo(f"wrote {output}", err=True)
-
-
 @app.command("run")
 def run_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
@@ -108,7 +77,7 @@ def run_cmd(
     """Plan the cheapest fleet for SCENARIO and explain it."""
     from planner.cli.running import RunRequest, run_plan
 
-    check_output(output, force)  # before minutes of solving, not after
+    check_output(output, force, (scenario, *(catalog or ())))  # before minutes of solving, not after
     run_plan(RunRequest(scenario, fmt.value, tuple(str(c) for c in catalog or ()), time_limit, timings, brief, quiet,
                         output is not None), write=lambda text: emit(text, output, force))
 
@@ -206,7 +175,9 @@ def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]])
     elif fmt == TableFormat.csv:
         import pandas as pd
 
-        typer.echo(pd.DataFrame(rows).to_csv(index=False), nl=False)
+        from planner.cli.output import csv_safe
+
+        typer.echo(pd.DataFrame(csv_safe(rows)).to_csv(index=False), nl=False)
     else:
         typer.echo(tables.table(rows, CATALOG_COLUMNS[kind]))
         typer.echo(f"\n{len(rows)} {kind}; every row has a source (see --format json).")
@@ -241,7 +212,7 @@ def estimate_cmd(
     pp: Optional[int] = typer.Option(None, "--pp", min=1),
     stage: str = typer.Option("serve", "--stage", help="serve, finetune or pretrain"),
     method: str = typer.Option("lora", "--method", help="full, lora or qlora (finetune)"),
-    tokens: float = typer.Option(1e8, "--tokens", min=1, help="training tokens (finetune/pretrain)"),
+    tokens: float = typer.Option(1e8, "--tokens", min=1, max=1e16, help="training tokens (finetune/pretrain)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: vLLM's rules)"),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json"),
     catalog: Optional[List[Path]] = CatalogOpt,

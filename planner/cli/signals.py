@@ -71,7 +71,7 @@ def _pgrep(parents: list[int]) -> list[int]:
     found = []
     for p in parents:
         try:
-            done = subprocess.run(["pgrep", "-P", str(p)], capture_output=True, text=True, timeout=5)
+            done = subprocess.run(["pgrep", "-P", str(p)], check=False, capture_output=True, text=True, timeout=5)
         except (OSError, subprocess.SubprocessError):
             return []
         found += [int(x) for x in done.stdout.split() if x.isdigit()]

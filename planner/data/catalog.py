@@ -19,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner.data.errors import InputError, Problem
+from planner.data.errors import InputError, Problem, printable
 
 Stack = Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]
 Acquisition = Literal["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]
@@ -29,7 +29,7 @@ ACQUISITIONS: tuple[str, ...] = ("buy", "on-demand", "reserved-1y", "reserved-3y
 
 
 class Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     source: str = Field(min_length=3)
@@ -39,16 +39,16 @@ class Row(BaseModel):
 class Accelerator(Row):
     name: str
     vendor: str
-    memory_gb: float = Field(gt=0)
-    mem_bw_tbps: float = Field(gt=0)
-    bf16_tflops: Optional[float] = Field(default=None, gt=0)
-    fp8_tflops: Optional[float] = Field(default=None, gt=0)
-    fp4_tflops: Optional[float] = Field(default=None, gt=0)
-    int8_tops: Optional[float] = Field(default=None, gt=0)
-    tdp_w: Optional[float] = Field(default=None, gt=0)
+    memory_gb: float = Field(gt=0, le=100_000)
+    mem_bw_tbps: float = Field(gt=0, le=10_000)
+    bf16_tflops: Optional[float] = Field(default=None, gt=0, le=1e7)
+    fp8_tflops: Optional[float] = Field(default=None, gt=0, le=1e7)
+    fp4_tflops: Optional[float] = Field(default=None, gt=0, le=1e7)
+    int8_tops: Optional[float] = Field(default=None, gt=0, le=1e7)
+    tdp_w: Optional[float] = Field(default=None, gt=0, le=1e6)
     scaleup_kind: str
-    scaleup_gbps: float = Field(gt=0, description="scale-up bandwidth per accelerator per direction, GB/s")
-    scaleup_domain: int = Field(ge=1)
+    scaleup_gbps: float = Field(gt=0, le=1e6, description="scale-up bandwidth per accelerator per direction, GB/s")
+    scaleup_domain: int = Field(ge=1, le=1_000_000)
     stack: Stack
     cooling: Literal["air", "liquid"]
     form_factor: str
@@ -68,9 +68,9 @@ class Accelerator(Row):
 class System(Row):
     name: str
     accelerator: str
-    accelerators: int = Field(ge=1)
-    scaleup_domain: int = Field(ge=1, description="accelerators one tensor-parallel group may span")
-    power_kw: float = Field(gt=0, description="whole system at full load, host included")
+    accelerators: int = Field(ge=1, le=100_000, description="accelerators per system (an NVL72 rack: 72)")
+    scaleup_domain: int = Field(ge=1, le=100_000, description="accelerators one tensor-parallel group may span")
+    power_kw: float = Field(gt=0, le=100_000, description="whole system at full load, host included")
     cooling: Literal["air", "liquid"]
     kind: Literal["server", "rack", "workstation", "edge", "cloud-instance", "tpu-slice"]
 
@@ -82,25 +82,25 @@ class Offer(Row):
     region: str = "global"
     price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
     purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
-    useful_life_years: Optional[float] = Field(default=None, gt=0, le=50)
+    useful_life_years: Optional[float] = Field(default=None, ge=0.5, le=50)
     max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000)
 
 
 class Model(Row):
     name: str
     family: str
-    params_b: float = Field(gt=0)
-    active_params_b: float = Field(gt=0)
-    layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
-    attention_heads: int = Field(ge=1)
-    kv_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    ffn_size: int = Field(ge=1, description="dense MLP intermediate size")
-    vocab_size: int = Field(ge=1)
+    params_b: float = Field(gt=0, le=1e6)
+    active_params_b: float = Field(gt=0, le=1e6)
+    layers: int = Field(ge=1, le=10_000)
+    hidden_size: int = Field(ge=1, le=1_000_000)
+    attention_heads: int = Field(ge=1, le=100_000)
+    kv_heads: int = Field(ge=1, le=100_000)
+    head_dim: int = Field(ge=1, le=100_000)
+    ffn_size: int = Field(ge=1, le=10_000_000, description="dense MLP intermediate size")
+    vocab_size: int = Field(ge=1, le=100_000_000)
     tied_embeddings: bool = False
     attention: Literal["mha", "gqa", "mla"] = "gqa"
-    experts: int = Field(default=0, ge=0)
+    experts: int = Field(default=0, ge=0, le=100_000)
     experts_per_token: int = Field(default=0, ge=0)
     shared_experts: int = Field(default=0, ge=0)
     moe_ffn_size: Optional[int] = Field(default=None, ge=1)
@@ -114,6 +114,20 @@ class Model(Row):
     sliding_window_layers: int = Field(default=0, ge=0)
     max_context_tokens: Optional[int] = Field(default=None, ge=1)
     native_precision: str = "bf16"
+
+    @model_validator(mode="after")
+    def _computable(self):
+        """An architecture the physics can compute with: no more experts per token than experts, and
+        an MLA model's latent ranks."""
+        if self.experts_per_token > max(self.experts, 1):
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds experts ({self.experts}); "
+                             "set it to at most experts")
+        if self.attention == "mla":
+            missing = [k for k in ("kv_lora_rank", "rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+                       if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"attention 'mla' needs {', '.join(missing)} (from the model's config.json)")
+        return self
 
     @property
     def is_moe(self) -> bool:
@@ -183,7 +197,7 @@ def _read_rows(path: Path) -> list[dict]:
     from planner.data.yamlio import load_yaml, read_text
 
     try:
-        text = read_text(path)
+        text = read_text(path, "catalog file")
     except OSError as exc:
         raise InputError(Problem(f"cannot read catalog file: {exc}", str(path), "check the path"))
     if path.suffix == ".csv":
@@ -216,9 +230,9 @@ def _validate_rows(kind: str, rows: list[dict], path: Path) -> dict[str, Row]:
         try:
             row = model.model_validate(raw)
         except ValidationError as exc:
-            rid = raw.get("id", f"row {i + 1}")
-            for err in exc.errors():
-                loc = ".".join(str(x) for x in err["loc"])
+            rid = printable(str(raw.get("id", f"row {i + 1}")), 60)
+            for err in exc.errors():  # a column name is shown short and escaped: never a file's content
+                loc = printable(".".join(str(x) for x in err["loc"]), 40)
                 problems.append(Problem(f"{loc}: {err['msg']}", f"{path} [{rid}]",
                                         "see the column descriptions in the bundled catalog"))
             continue
@@ -231,18 +245,22 @@ def _validate_rows(kind: str, rows: list[dict], path: Path) -> dict[str, Row]:
 
 
 def _files_in(path: Path) -> dict[str, Path]:
+    names = "accelerators.csv, systems.csv, offers.csv or models.yaml"
     if path.is_dir():
         found = {}
         for kind in TABLES:
             for ext in (".csv", ".yaml", ".yml"):
                 if (path / f"{kind}{ext}").exists():
                     found[kind] = path / f"{kind}{ext}"
+        if not found:
+            raise InputError(Problem("the catalog folder holds no catalog table", str(path),
+                                     f"put {names} in it, or name one such file"))
         return found
-    for kind in TABLES:
-        if path.stem.startswith(kind):
+    for kind in TABLES:  # only a table's own name and suffix: never read an arbitrary file
+        if path.stem.startswith(kind) and path.suffix.lower() in (".csv", ".yaml", ".yml"):
             return {kind: path}
-    raise InputError(Problem(f"cannot tell which table '{path.name}' holds", str(path),
-                             "name it accelerators.csv, systems.csv, offers.csv or models.yaml"))
+    raise InputError(Problem("cannot tell which catalog table this file holds", str(path),
+                             f"name it {names} (a name starting with the table's, e.g. offers-2026.csv)"))
 
 
 def _load(path: Path) -> dict[str, dict[str, Row]]:

@@ -6,7 +6,21 @@ Exit codes (a contract): 0 plan found, 1 internal error, 2 bad input, 3 infeasib
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, limit: int | None = None, newlines: bool = True) -> str:
+    """`text` safe to print on a terminal or in a spreadsheet-free text file: control characters
+    (escape sequences, carriage returns, bidi overrides) shown as \\xNN or \\uNNNN escapes, tabs and
+    newlines kept (escaped too unless `newlines`), and cut to `limit` characters with an ellipsis."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "..."
+    pattern = _CONTROL if newlines else re.compile(_CONTROL.pattern[:-1] + "\t\n]")
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 @dataclass
@@ -18,9 +32,10 @@ class Problem:
     hint: str = ""
 
     def render(self) -> str:
-        text = f"{self.where}: {self.message}" if self.where else self.message
+        where, message = printable(self.where, newlines=False), printable(self.message, newlines=False)
+        text = f"{where}: {message}" if where else message
         if self.hint:
-            text += f"\n    To fix: {self.hint}"
+            text += f"\n    To fix: {printable(self.hint, newlines=False)}"
         return text
 
 

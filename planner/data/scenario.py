@@ -25,6 +25,17 @@ Positive = Annotated[float, Field(gt=0, le=1e6)]
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data):
+        """`concurrent_users: true` is not 1: a YAML true/false is refused where a number belongs."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
+                    raise ValueError(f"{key}: {str(value).lower()} is not a number; write a number")
+        return data
+
 
 class Site(Strict):
     ownership: Literal["on-prem", "colo", "cloud", "hybrid"] = Field(
@@ -57,8 +68,16 @@ class Policy(Strict):
     redundancy: Literal["none", "n+1"] = Field(
         "none", description="n+1: every serving job still meets demand with any one system down")
     spot_for_serving: bool = Field(False, description="allow interruptible spot capacity for serving")
-    discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases")
+    discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases (0, or at least "
+                                                               "1e-6: a smaller rate is 0 in the arithmetic)")
     max_systems_per_offer: int = Field(512, ge=1, le=1_000_000, description="upper bound per offer when none is listed")
+
+    @model_validator(mode="after")
+    def _rate_computable(self):
+        if 0 < self.discount_rate < 1e-6:
+            raise ValueError(f"discount_rate {self.discount_rate:g} is too small to compute with; "
+                             "use 0 (no discounting) or at least 1e-6")
+        return self
 
 
 class YearBudget(Strict):
@@ -81,7 +100,7 @@ class PriceOverride(Strict):
     offer: str
     price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6)
     purchase_usd: Optional[float] = Field(None, gt=0, le=1e10)
-    useful_life_years: Optional[float] = Field(None, gt=0, le=50)
+    useful_life_years: Optional[float] = Field(None, ge=0.5, le=50)
     max_systems: Optional[int] = Field(None, ge=0, le=10_000_000)
 
 

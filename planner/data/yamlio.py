@@ -31,20 +31,56 @@ _Loader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def read_text(path: Path) -> str:
-    where = str(path)
-    if not path.exists():
-        raise InputError(Problem("file not found", where, "check the path; scenario files end in .yaml"))
-    if path.is_dir():
-        raise InputError(Problem("is a folder, not a file", where, "name a scenario .yaml file"))
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise InputError(Problem(f"file is {size / 1e6:.1f} MB; scenarios are limited to "
-                                 f"{MAX_BYTES // (1024 * 1024)} MB", where,
-                                 "a scenario lists jobs and settings; keep data out of it"))
-    raw = path.read_bytes()
+def read_text(path: Path, what: str = "scenario") -> str:
+    """The text of a regular file (or of stdin for `-`), reading at most MAX_BYTES + 1 bytes whatever
+    the file system says its size is (/dev/zero, /dev/urandom and /proc files report 0). FIFOs,
+    devices, sockets and folders are refused before anything is read; a UTF-8 byte-order mark is
+    dropped."""
+    import os
+    import stat
+    import sys
+
+    where, size = str(path), 0
+    if where == "-":
+        raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+    else:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block us
+        except FileNotFoundError:
+            hint = "check the path" + ("; scenario files end in .yaml" if what == "scenario" else "")
+            raise InputError(Problem("file not found", where, hint))
+        except IsADirectoryError:
+            raise InputError(Problem("is a folder, not a file", where, f"name a {what} file"))
+        except OSError as exc:
+            raise InputError(Problem(f"cannot read the file: {exc.strerror}", where,
+                                     "check the path and its permissions"))
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise InputError(Problem("is a folder, not a file", where, f"name a {what} file"))
+            if not stat.S_ISREG(mode):
+                raise InputError(Problem("is not a regular file (a device, pipe or socket)", where,
+                                         f"name a {what} file, or pass - to read it from stdin"))
+            size = os.fstat(fd).st_size
+            with os.fdopen(fd, "rb") as fh:
+                fd = -1
+                raw = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise InputError(Problem(f"cannot read the file: {exc.strerror}", where,
+                                     "check the path and its permissions"))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    if len(raw) > MAX_BYTES:
+        mb = MAX_BYTES // (1024 * 1024)
+        said = f"file is {size / 1e6:.1f} MB; {what}s are limited to {mb} MB" if size > MAX_BYTES else \
+            f"file is larger than {mb} MB, the limit for a {what}"
+        raise InputError(Problem(said, where, f"a {what} lists settings and rows; keep bulk data out of it"))
     if b"\x00" in raw:
-        raise InputError(Problem("file holds binary data, not YAML text", where, "name a YAML text file"))
+        kind = "YAML text" if what == "scenario" else "text"
+        raise InputError(Problem(f"file holds binary data, not {kind}", where, f"name a {what} text file"))
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (spreadsheet exports)
+        raw = raw[3:]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -102,7 +102,7 @@ def read_plan_file(path) -> dict:
     from planner.data.yamlio import read_text
 
     path = Path(path)
-    text = read_text(path)
+    text = read_text(path, "plan JSON")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,127 @@
+"""Writing --output safely: checked before any solving, written whole or not at all.
+
+Refused (exit 2, with the path, the reason and what to do): an existing file without --force; a
+folder, FIFO, device, socket or symbolic link (dangling or not) whatever --force says, since replacing
+one would destroy something that is not our output; a file that is an input of the same run (the
+scenario, a catalog); a missing or unwritable folder. A write that fails on the way (a full disk) is
+exit 2 too, and leaves no partial file: the text goes to a temporary file in the same folder, renamed
+over the target only when complete. New files get the permissions the umask allows (0666 & ~umask).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import typer
+
+from planner.data.errors import InputError, Problem, printable
+
+_inputs: list[Path] = []
+
+
+def _folder(output: Path) -> Path:
+    return output.parent if str(output.parent) else Path(".")
+
+
+def _same_file(a: Path, st: os.stat_result) -> bool:
+    try:
+        other = os.stat(a)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _refuse(output: Path, message: str, hint: str) -> InputError:
+    return InputError(Problem(f"{printable(str(output), newlines=False)} {message}", "--output", hint))
+
+
+def check_output(output: Path | None, force: bool, inputs: Iterable = ()) -> None:
+    """Refuse an --output that would replace something it must not, or that cannot be written;
+    `inputs` are this run's input files (remembered for the write that follows)."""
+    given = [Path(str(p)) for p in inputs if p is not None and str(p) != "-"]
+    if given:
+        _inputs[:] = given
+    if output is None:
+        return
+    try:
+        st = os.lstat(output)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _refuse(output, f"cannot look at it: {exc.strerror}", "choose another path")
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            dangling = not os.path.exists(output)
+            raise _refuse(output, "is a symbolic link" + (" to nothing (dangling)" if dangling else ""),
+                          "write to the path it points to, or remove the link first")
+        if stat.S_ISDIR(st.st_mode):
+            raise _refuse(output, "is a folder", "name a file inside it, e.g. " + str(output / "plan.json"))
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(output, "is not a regular file (a device, FIFO or socket); it is never replaced",
+                          "name a regular file")
+        if any(_same_file(p, st) for p in _inputs):
+            raise _refuse(output, "is an input of this run; writing there would destroy it",
+                          "choose another name for the output")
+        if not force:
+            raise _refuse(output, "already exists", "pass --force to replace it, or choose another name")
+    folder = _folder(output)
+    if not folder.is_dir():
+        raise _refuse(output, f"folder {folder} does not exist", "create it first")
+    try:  # can we create a file there at all (read-only file system, permissions)?
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise _refuse(output, f"cannot write in folder {folder}: {exc.strerror}",
+                      "choose a folder you can write to")
+
+
+def _mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK, =cmd|...)."""
+
+
+def csv_safe(rows: list[dict]) -> list[dict]:
+    """Rows for CSV export with every text cell that a spreadsheet would run as a formula prefixed by
+    an apostrophe (the OWASP rule); numbers, negative ones included, are left alone."""
+    return [{k: "'" + v if isinstance(v, str) and v.startswith(FORMULA) else v for k, v in r.items()}
+            for r in rows]
+
+
+def emit(text: str, output: Path | None, force: bool) -> None:
+    """Write to stdout, or atomically to --output (checked again just before the write). Control
+    characters from names in the scenario (terminal escape sequences, carriage returns) are shown
+    escaped; JSON escapes them itself, so JSON is unchanged."""
+    text = printable(text)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    check_output(output, force)
+    folder = _folder(output)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".tmp")
+        os.fchmod(fd, _mode())
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, output)
+        tmp = None
+    except OSError as exc:
+        raise _refuse(output, f"could not be written: {exc.strerror}",
+                      "free space or choose another folder; nothing was written")
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    typer.echo(f"wrote {printable(str(output), newlines=False)}", err=True)
