@@ -16,12 +16,22 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc 
 
 
 def _slow_scenario(tmp_path):
-    """annual-budget.yaml with N+1 redundancy and a wide budget: about a minute of CBC search."""
-    text = (SCENARIOS / "annual-budget.yaml").read_text()
-    text = text.replace("redundancy: none", "redundancy: n+1  #").replace("usd_per_year: 170000",
-                                                                        "usd_per_year: 900000")
+    """Forty serving jobs of assorted models and sizes, buy only, N+1, asked to be proven exactly
+    optimal (gap 0): CBC searches for many seconds."""
+    import random
+
+    import yaml
+
+    rng = random.Random(11)
+    models = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "gemma-3-27b", "mistral-small-24b", "gpt-oss-120b"]
+    jobs = [{"name": f"job-{k}", "stage": "serve", "model": rng.choice(models),
+             "precision": rng.choice(["bf16", "fp8"]), "context_tokens": rng.choice([4096, 8192, 32768]),
+             "concurrent_users": rng.choice([7, 20, 45, 100, 230, 500]),
+             "min_tokens_per_s_per_user": rng.choice([10, 20, 30])} for k in range(40)]
     path = tmp_path / "slow.yaml"
-    path.write_text(text)
+    path.write_text(yaml.safe_dump({"name": "slow", "site": {"kind": "datacenter"},
+                                    "policy": {"acquisition": ["buy"], "redundancy": "n+1"},
+                                    "solver": {"time_limit_s": 120, "gap": 0.0}, "jobs": jobs}))
     return path
 
 

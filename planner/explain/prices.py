@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from planner.milp import fleet
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 
@@ -130,8 +131,10 @@ def short_run(fm: FleetModel, fleet: dict[tuple, int], time_limit_s: float | Non
 
 
 def long_run(fm: FleetModel, time_limit_s: float | None = None) -> LPPrices:
-    """Prices from the LP relaxation of the whole model (capital included)."""
-    return _read(fm, _lp(fm, time_limit_s))
+    """Prices from the LP relaxation of the whole model (capital included), built without the
+    tightenings (fleet.build(tight=False)) so that a dual is the cost of one more unit of demand."""
+    plain = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, tight=False)
+    return _read(plain, _lp(plain, time_limit_s))
 
 
 def fixed_cost_per_system(fm: FleetModel, oid: str) -> float:

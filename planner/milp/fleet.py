@@ -103,15 +103,17 @@ def define_owned_variables(fm: FleetModel) -> None:
 
 
 def define_serving_variables(fm: FleetModel) -> None:
-    """y[d,i,o] replicas; r[d,o] hourly-rented systems. Busy power on owned systems and rentals
-    are charged for the demand's hours: slots x busy $/accelerator-hour x hours, price x hours."""
+    """y[d,i,o] replicas, at most ceil(users_d / users_i) (no fleet needs more of one option: N+1 is a
+    spare system, not extra replicas); r[d,o] hourly-rented systems. Busy power on owned systems and
+    rentals are charged for the demand's hours: slots x busy $/accelerator-hour x hours, price x hours."""
     site = fm.scenario.site
     for dk, pairs in sorted(fm.serve_pairs.items()):
         d = fm.options.demands[dk]
         hours = hours_per_year(d)
         for i, oid in pairs:
             opt, o = fm.options.serve[dk][i], fm.offer(oid)
-            v = fm.var(fm.y, (dk, i, oid), "Integer", 0, None)
+            up = math.ceil(d.users / max(opt.users_per_replica, 1)) if fm.tight else None
+            v = fm.var(fm.y, (dk, i, oid), "Integer", 0, up)
             if _owned(o):
                 system = fm.system_of(oid)
                 busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
@@ -195,10 +197,14 @@ def _y_of(fm: FleetModel, dk: str) -> list[tuple[int, str, pulp.LpVariable]]:
     return index[1].get(dk, [])
 
 
-def _supply(fm: FleetModel, dk: str, only_offer: str | None = None):
-    opts = fm.options.serve[dk]
-    return pulp.lpSum(opts[i].users_per_replica * v for i, oid, v in _y_of(fm, dk)
-                      if only_offer is None or oid == only_offer)
+def _supply(fm: FleetModel, dk: str):
+    """Users demand dk's replicas serve, each replica counted at most at the demand itself
+    (min(users_i, users_d): coefficient tightening of the covering row; one replica that holds
+    every user covers the demand whole, and the LP may not use a fraction of it for a fraction of
+    the price)."""
+    opts, users = fm.options.serve[dk], fm.options.demands[dk].users
+    cap = users if fm.tight else float("inf")
+    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk))
 
 
 def define_demand_constraints(fm: FleetModel) -> None:
@@ -364,9 +370,11 @@ FAMILIES = (
 )
 
 
-def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False) -> FleetModel:
+def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
+          tight: bool = True) -> FleetModel:
     """The fleet MILP for a scenario, its catalog and its options (see the module docstring)."""
-    fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet", pulp.LpMinimize), elastic=elastic)
+    fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet", pulp.LpMinimize), elastic=elastic,
+                    tight=tight)
     for define in FAMILIES:
         define(fm)
     return fm

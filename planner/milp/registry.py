@@ -25,6 +25,10 @@ class Registry:
     options: Options
     prob: pulp.LpProblem
     elastic: bool = field(default=False, kw_only=True)
+    tight: bool = field(default=True, kw_only=True)
+    """Tighten the formulation (replica bounds, covering coefficients clipped at the demand): the
+    same integer optimum, a closer LP bound. Off for long-run prices, which read the LP's duals as
+    the cost of one more user."""
     y: dict = field(default_factory=dict, kw_only=True)
     r: dict = field(default_factory=dict, kw_only=True)
     x: dict = field(default_factory=dict, kw_only=True)

@@ -16,7 +16,7 @@ from planner.data.errors import SolverError
 from planner.milp.fleet import FleetModel
 
 OK = ("optimal", "feasible")
-CBC_OPTIONS = ("passC 20",)
+CBC_OPTIONS = ("passC 20", "dins on", "rins on", "vnd on")
 """Root cut passes capped at 20 (CBC's default is 100 on small models): on the fleet MILP the
 late passes barely move the bound and cost most of the time (bank.yaml 0.9 -> 0.3 s; 50 random
 jobs 35 -> 9 s, same optimum; measured with benchmarks/speed.py)."""

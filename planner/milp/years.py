@@ -248,10 +248,12 @@ def _edge_held(ym: YearModel, dk: str, t: int):
     return pulp.lpSum(v for (d, _, oid, tau), v in ym.e.items() if d == dk and active(ym, oid, tau, t))
 
 
-def _supply(ym: YearModel, dk: str, t: int, only_offer: str | None = None):
-    opts = ym.options.serve[dk]
-    return pulp.lpSum(opts[i].users_per_replica * v for (d, i, oid, tt), v in ym.y.items()
-                      if d == dk and tt == t and (only_offer is None or oid == only_offer))
+def _supply(ym: YearModel, dk: str, t: int):
+    """Users demand dk's replicas serve in year t, each replica counted at most at the year's demand
+    (coefficient tightening, as fleet._supply)."""
+    opts, need = ym.options.serve[dk], ym.demand_at(dk, t)
+    return pulp.lpSum(min(opts[i].users_per_replica, need) * v for (d, i, oid, tt), v in ym.y.items()
+                      if d == dk and tt == t)
 
 
 def define_demand_constraints(ym: YearModel) -> None:

@@ -32,7 +32,6 @@ MAX_TP_DENSE = 16
 MAX_TP_MOE = 64
 MAX_PP = 16
 BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
-KEEP_PER_SYSTEM = 4  # serving configurations kept per system after pruning
 
 
 # --- serving ------------------------------------------------------------------------------------
@@ -131,18 +130,21 @@ def _best_reason(reasons: list[str], acc, system: System) -> str:
 
 
 def _pareto(found: list[ServeOption]) -> list[ServeOption]:
-    """Drop configurations another one beats on both slots and users; keep the best few by
-    users per slot plus the smallest replica."""
-    keep = [o for o in found if not any(
-        q is not o and q.accelerator_slots <= o.accelerator_slots and q.users_per_replica >= o.users_per_replica
-        and (q.accelerator_slots, -q.users_per_replica, q.pp) < (o.accelerator_slots, -o.users_per_replica, o.pp)
-        for q in found)]
-    keep.sort(key=lambda o: (-o.users_per_replica / o.accelerator_slots, o.accelerator_slots, o.tp, o.pp))
-    best = keep[:KEEP_PER_SYSTEM]
-    smallest = min(keep, key=lambda o: (o.accelerator_slots, -o.users_per_replica))
-    if smallest not in best:
-        best.append(smallest)
-    return sorted(best, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+    """The configurations no other one dominates, a lossless reduction: q dominates o when o's
+    accelerator slots are a whole multiple k of q's and k replicas of q serve at least o's users
+    (k = 1: as few slots and as many users). Any fleet using o can use k replicas of q instead on
+    the same accelerators (slots tile a system), at the same power and rent, serving as many users;
+    so the cheapest fleet over the kept configurations is the cheapest over all of them."""
+    def beats(q: ServeOption, o: ServeOption) -> bool:
+        k = o.accelerator_slots / q.accelerator_slots
+        if q is o or k < 1 - 1e-9 or abs(k - round(k)) > 1e-9 or round(k) * q.users_per_replica < o.users_per_replica:
+            return False
+        if round(k) > 1 or q.users_per_replica > o.users_per_replica:
+            return True
+        # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
+        return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
+    keep = [o for o in found if not any(beats(q, o) for q in found)]
+    return sorted(keep, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
 
 
 # --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
