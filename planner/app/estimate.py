@@ -36,10 +36,11 @@ class EstimateRequest:
 def _check(req: EstimateRequest, cat) -> list[Problem]:
     problems = []
     if req.model not in cat.models:
-        problems.append(Problem(f"unknown model '{req.model}'", "--model", suggest(req.model, cat.models)))
+        problems.append(Problem(f"unknown model '{req.model}'", "--model",
+                                suggest(req.model, cat.models, "models")))
     if req.accelerator not in cat.accelerators:
         problems.append(Problem(f"unknown accelerator '{req.accelerator}'", "--accelerator",
-                                suggest(req.accelerator, cat.accelerators)))
+                                suggest(req.accelerator, cat.accelerators, "accelerators")))
     choices = {"--precision": (req.precision, PRECISIONS), "--stage": (req.stage, ("serve", "finetune", "pretrain")),
                "--method": (req.method, ("full", "lora", "qlora"))}
     if req.kv_precision is not None:

@@ -111,9 +111,8 @@ def check_path(data: dict, path: str) -> None:
                                      f"set '{'.'.join(walked)}' itself"))
         if part not in model.model_fields:
             raise InputError(Problem(f"unknown setting '{part}' in '{path}'", where,
-                                     suggest(part, model.model_fields).replace(
-                                         "see the known names with `plan catalog`",
-                                         "known here: " + ", ".join(sorted(model.model_fields)))))
+                                     suggest(part, model.model_fields, otherwise="known here: "
+                                             + ", ".join(sorted(model.model_fields)))))
         annotation = model.model_fields[part].annotation
         model = _model_of(annotation)
         walked.append(part)

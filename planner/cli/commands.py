@@ -170,6 +170,10 @@ def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]])
     cat = load_catalog(*(str(c) for c in catalog or ()))
     rows = [r.model_dump(mode="json") for r in cat.table(kind).values()]
     rows.sort(key=lambda r: r["id"])
+    _print_rows(rows, fmt, CATALOG_COLUMNS[kind], f"{len(rows)} {kind}; every row has a source (see --format json).")
+
+
+def _print_rows(rows: list[dict], fmt: TableFormat, columns: Optional[list[str]], footer: str) -> None:
     if fmt == TableFormat.json:
         typer.echo(tables.to_json(rows), nl=False)
     elif fmt == TableFormat.csv:
@@ -179,8 +183,8 @@ def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]])
 
         typer.echo(pd.DataFrame(csv_safe(rows)).to_csv(index=False), nl=False)
     else:
-        typer.echo(tables.table(rows, CATALOG_COLUMNS[kind]))
-        typer.echo(f"\n{len(rows)} {kind}; every row has a source (see --format json).")
+        typer.echo(tables.table(rows, columns))
+        typer.echo("\n" + footer)
 
 
 def _make_catalog_command(kind: str):
@@ -194,6 +198,18 @@ def _make_catalog_command(kind: str):
 
 for _kind in CATALOG_COLUMNS:
     _make_catalog_command(_kind)
+
+
+@catalog_app.command("providers")
+def providers_cmd(fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f"),
+                  catalog: Optional[List[Path]] = CatalogOpt):
+    """List the providers: tier (where the catalog has one), regions, offers and acquisition modes."""
+    from planner.cli.listing import provider_rows
+    from planner.data.catalog import load_catalog
+
+    rows = provider_rows(load_catalog(*(str(c) for c in catalog or ())))
+    _print_rows(rows, fmt, None, f"{len(rows)} providers: the names policy.providers and exclude_providers "
+                                 "take (their prices: plan catalog offers).")
 
 
 @app.command("estimate")

@@ -13,7 +13,7 @@ from planner.data.scenario import Scenario
 
 def check_models(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"unknown model '{job.model}'", f"jobs.{i}.model ({job.name})",
-                    suggest(job.model, cat.models) + " Or define it under 'models:' in the scenario.")
+                    suggest(job.model, cat.models, "models") + " Or define it under 'models:' in the scenario.")
             for i, job in enumerate(s.jobs) if job.model not in cat.models]
 
 
@@ -24,7 +24,8 @@ def check_accelerators(s: Scenario, cat: Catalog) -> list[Problem]:
     named += [(f"trends.{i}.accelerator", t.accelerator) for i, t in enumerate(s.trends) if t.accelerator != "*"]
     for where, acc in named:
         if acc not in cat.accelerators:
-            problems.append(Problem(f"unknown accelerator '{acc}'", where, suggest(acc, cat.accelerators)))
+            problems.append(Problem(f"unknown accelerator '{acc}'", where,
+                                    suggest(acc, cat.accelerators, "accelerators")))
     return problems
 
 
@@ -33,17 +34,18 @@ def check_providers(s: Scenario, cat: Catalog) -> list[Problem]:
     known = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
     named = [("policy.providers", p) for p in s.policy.providers or []]
     named += [("policy.exclude_providers", p) for p in s.policy.exclude_providers]
-    return [Problem(f"unknown provider '{p}'", where, suggest(p, known)) for where, p in named if p not in known]
+    return [Problem(f"unknown provider '{p}'", where, suggest(p, known, "providers"))
+            for where, p in named if p not in known]
 
 
 def check_prices(s: Scenario, cat: Catalog) -> list[Problem]:
-    return [Problem(f"unknown offer '{p.offer}'", f"prices.{i}.offer", suggest(p.offer, cat.offers))
+    return [Problem(f"unknown offer '{p.offer}'", f"prices.{i}.offer", suggest(p.offer, cat.offers, "offers"))
             for i, p in enumerate(s.prices) if p.offer not in cat.offers]
 
 
 def check_inline_offers(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"offer '{o.id}' names unknown system '{o.system}'", f"offers.{i}.system",
-                    suggest(o.system, cat.systems))
+                    suggest(o.system, cat.systems, "systems"))
             for i, o in enumerate(s.offers) if o.system not in cat.systems]
 
 

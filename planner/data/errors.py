@@ -99,8 +99,9 @@ class VerificationError(PlannerError):
     exit_code = 1
 
 
-def suggest(name: str, choices) -> str:
-    """'did you mean' text for an unknown name (names containing it first, then close spellings)."""
+def suggest(name: str, choices, listing: str = "", otherwise: str = "") -> str:
+    """'did you mean' text for an unknown name (names containing it first, then close spellings);
+    with none close, `otherwise`, or the `plan catalog LISTING` command that lists the known names."""
     import difflib
 
     choices = sorted(choices)
@@ -110,4 +111,6 @@ def suggest(name: str, choices) -> str:
     close += [c for c in difflib.get_close_matches(low, choices, n=3, cutoff=0.5) if c not in close]
     if close:
         return "did you mean " + " or ".join(f"'{c}'" for c in close[:3]) + "?"
-    return "see the known names with `plan catalog`"
+    if otherwise:
+        return otherwise
+    return f"see the known names with `plan catalog {listing}`" if listing else "check the spelling"
