@@ -1,0 +1,226 @@
+"""Tests for benchfiles: each asserts a number or message a user would see."""
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.data.benchfiles import (
+    COLUMNS,
+    BenchFileError,
+    Row,
+    read_benchmark_file,
+    write_measurements_csv,
+)
+
+SAMPLES = Path(__file__).parent / "data" / "bench"
+VLLM = SAMPLES / "vllm_benchmark_serving.json"
+SGLANG = SAMPLES / "sglang_bench_serving.jsonl"
+GENAI = SAMPLES / "genai_perf_profile_export_genai_perf.json"
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_vllm_sample_gives_one_row_with_means_and_metadata():
+    [r] = read_benchmark_file(VLLM, system="h100-sxm-x1")
+    assert (r.model, r.system, r.tp, r.precision) == ("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-x1", 1, "bf16")
+    assert (r.input_tokens, r.output_tokens, r.concurrency) == (1024, 256, 16)   # 327680/320, 81920/320
+    assert (r.tpot_ms, r.ttft_ms) == (6.91, 48.37)
+    assert (r.engine, r.as_of) == ("vllm", "2025-06-12")
+    assert r.source == f"vllm:{VLLM}"
+
+
+def test_vllm_missing_system_says_what_where_and_how():
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(VLLM)
+    msg = str(e.value)
+    assert msg.startswith(f"{VLLM}: system is not recorded in this vllm file")
+    assert "pass --system ID" in msg and "h100-sxm-x8" in msg
+    assert (e.value.what, e.value.line) == ("system is not recorded in this vllm file", None)
+
+
+def test_vllm_open_loop_run_says_concurrency_is_missing(tmp_path):
+    d = json.loads(VLLM.read_text())
+    d.update(max_concurrency=None, request_rate=10.0)
+    p = _write(tmp_path, "open.json", json.dumps(d))
+    with pytest.raises(BenchFileError, match=r"max_concurrency is not recorded \(open loop at request_rate=10.0\)"
+                       r".*--max-concurrency N"):
+        read_benchmark_file(p, system="h100-sxm-x1")
+    [r] = read_benchmark_file(p, system="h100-sxm-x1", concurrency=12)
+    assert r.concurrency == 12
+
+
+def test_vllm_append_result_file_gives_one_row_per_object(tmp_path):
+    d = json.loads(VLLM.read_text())
+    d2 = dict(d, max_concurrency=64, mean_tpot_ms=9.9)
+    p = _write(tmp_path, "appended.json", json.dumps(d) + "\n" + json.dumps(d2))
+    rows = read_benchmark_file(p, system="h100-sxm-x1")
+    assert [(r.concurrency, r.tpot_ms) for r in rows] == [(16, 6.91), (64, 9.9)]
+    assert rows[1].source.endswith("appended.json:2")
+
+
+def test_sglang_two_runs_need_precision_and_give_two_rows():
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(SGLANG, system="h100-sxm-x1")
+    assert str(e.value).startswith(f"{SGLANG}:1: precision is not recorded in this sglang file")
+    assert "pass --precision bf16|fp8|int8|int4|fp4" in str(e.value)
+    rows = read_benchmark_file(SGLANG, system="h100-sxm-x1", precision="bf16")
+    assert [(r.concurrency, r.tpot_ms, r.ttft_ms) for r in rows] == [(16, 6.84, 51.06), (64, 9.72, 117.45)]
+    assert [(r.input_tokens, r.output_tokens, r.tp, r.pp) for r in rows] == [(1024, 256, 1, 1)] * 2
+    assert [r.model for r in rows] == ["meta-llama/Llama-3.1-8B-Instruct"] * 2
+    assert [r.source for r in rows] == [f"sglang:{SGLANG}:1", f"sglang:{SGLANG}:2"]
+    assert rows[0].engine == "sglang"
+
+
+def test_sglang_quantization_and_kv_dtype_map_to_planner_precisions(tmp_path):
+    d = json.loads(SGLANG.read_text().splitlines()[0])
+    d["server_info"].update(quantization="fp8", kv_cache_dtype="fp8_e4m3", tp_size=2)
+    [r] = read_benchmark_file(_write(tmp_path, "q.jsonl", json.dumps(d) + "\n"), system="h100-sxm-x8")
+    assert (r.precision, r.kv_precision, r.tp) == ("fp8", "fp8", 2)
+
+
+def test_malformed_jsonl_line_reports_its_line_number(tmp_path):
+    good = SGLANG.read_text().splitlines()
+    p = _write(tmp_path, "broken.jsonl", "\n".join([good[0], good[1], good[1][:200]]) + "\n")
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(p, system="h100-sxm-x1", precision="bf16")
+    assert e.value.line == 3
+    assert str(e.value).startswith(f"{p}:3: malformed JSON")
+    assert "repair or delete this line" in str(e.value)
+
+
+def test_malformed_pretty_json_reports_line_of_the_error(tmp_path):
+    text = GENAI.read_text().replace('"avg": 9.85,', '"avg": 9.85,,', 1)
+    bad_line = next(i for i, s in enumerate(text.splitlines(), 1) if ",," in s)
+    p = _write(tmp_path, "bad.json", text)
+    with pytest.raises(BenchFileError, match=rf"^{p}:{bad_line}: malformed JSON"):
+        read_benchmark_file(p, system="h100-sxm-x1", tp=1, precision="bf16")
+
+
+@pytest.mark.parametrize("key, value, expect", [
+    ("mean_tpot_ms", -3.0, "mean_tpot_ms is -3.0, must be a finite non-negative number"),
+    ("mean_tpot_ms", "6.9", "mean_tpot_ms is '6.9', not a number"),
+    ("mean_tpot_ms", None, "sglang result has no mean_tpot_ms"),
+    ("total_output_tokens", -256, "total_output_tokens is -256, must be a finite non-negative number"),
+    ("max_concurrency", 0, "max_concurrency is 0, must be a finite positive number"),
+    ("max_concurrency", 16.5, "max_concurrency is 16.5, not a whole number"),
+    ("completed", 0, "completed is 0, must be a finite positive number"),
+])
+def test_bad_values_name_the_key_and_line(tmp_path, key, value, expect):
+    lines = SGLANG.read_text().splitlines()
+    d = json.loads(lines[1])
+    d[key] = value
+    p = _write(tmp_path, "v.jsonl", lines[0] + "\n" + json.dumps(d) + "\n")
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(p, system="h100-sxm-x1", precision="bf16")
+    assert str(e.value).startswith(f"{p}:2: {expect}")
+
+
+def test_genai_perf_sample_flat_input_config():
+    [r] = read_benchmark_file(GENAI, system="h100-sxm-x1", tp=1, precision="bf16", engine="trtllm")
+    assert (r.model, r.concurrency, r.input_tokens, r.output_tokens) == (
+        "meta-llama/Llama-3.1-8B-Instruct", 64, 1024, 256)
+    assert (r.tpot_ms, r.ttft_ms, r.engine) == (9.85, 121.4, "trtllm")   # inter_token_latency.avg is TPOT
+
+
+def test_genai_perf_missing_tp_message():
+    with pytest.raises(BenchFileError, match=r"tp is not recorded in this genai-perf file\. Fix: pass --tp N"):
+        read_benchmark_file(GENAI, system="h100-sxm-x1", precision="bf16")
+
+
+def test_genai_perf_nested_config_and_aiperf_loadgen(tmp_path):
+    d = json.loads(GENAI.read_text())
+    nested = copy.deepcopy(d)
+    nested["input_config"] = {"model_names": ["meta-llama/Llama-3.1-8B-Instruct"],
+                              "perf_analyzer": {"stimulus": {"concurrency": 32}}}
+    [r] = read_benchmark_file(_write(tmp_path, "n.json", json.dumps(nested)), system="s", tp=1, precision="fp8")
+    assert r.concurrency == 32
+    aiperf = copy.deepcopy(d)
+    aiperf["input_config"] = {"endpoint": {"model_names": ["m"]}, "loadgen": {"concurrency": 8}}
+    aiperf["inter_token_latency"] = {"unit": "ns", "avg": 9_850_000}
+    aiperf["start_time"] = "2025-09-01T10:00:00"
+    [r] = read_benchmark_file(_write(tmp_path, "profile_export_aiperf.json", json.dumps(aiperf)),
+                              system="s", tp=1, precision="fp8")
+    assert (r.model, r.concurrency, r.tpot_ms, r.as_of) == ("m", 8, 9.85, "2025-09-01")
+    assert r.source.startswith("aiperf:")
+
+
+def test_genai_perf_concurrency_from_artifact_dir_or_missing(tmp_path):
+    d = json.loads(GENAI.read_text())
+    d["input_config"] = {"model": ["m"]}
+    run = tmp_path / "m-openai-chat-concurrency4"
+    run.mkdir()
+    [r] = read_benchmark_file(_write(run, "profile_export_genai_perf.json", json.dumps(d)),
+                              system="s", tp=1, precision="bf16")
+    assert r.concurrency == 4
+    with pytest.raises(BenchFileError, match=r"concurrency is not recorded.*--concurrency N"):
+        read_benchmark_file(_write(tmp_path, "x.json", json.dumps(d)), system="s", tp=1, precision="bf16")
+
+
+def test_genai_perf_non_streaming_run_has_no_tpot(tmp_path):
+    d = json.loads(GENAI.read_text())
+    del d["inter_token_latency"], d["time_to_first_token"]
+    with pytest.raises(BenchFileError, match=r"no inter_token_latency\.avg\. Fix: re-run genai-perf profile with "
+                                             r"--streaming"):
+        read_benchmark_file(_write(tmp_path, "ns.json", json.dumps(d)), system="s", tp=1, precision="bf16")
+
+
+def test_keyword_that_contradicts_file_is_refused():
+    with pytest.raises(BenchFileError, match=r"tp given as 8 but the file says 1\. Fix: drop --tp"):
+        read_benchmark_file(VLLM, system="h100-sxm-x8", tp=8)
+    with pytest.raises(BenchFileError, match=r"precision 'fp16x' is not one the planner knows"):
+        read_benchmark_file(VLLM, system="h100-sxm-x1", precision="fp16x")
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("", "file is empty"),
+    ("[1, 2]", "top level is a JSON array, not an object"),
+    ('{"hello": 1}', "not a recognised result"),
+    ('{"model_id": "m", "completed": 1}\n[3]\n', ":2: line holds a JSON array, not an object"),
+])
+def test_unusable_files(tmp_path, text, expect):
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(_write(tmp_path, "f.json", text), system="s")
+    assert expect in str(e.value)
+
+
+def test_unreadable_path_is_a_bench_file_error(tmp_path):
+    with pytest.raises(BenchFileError, match="cannot read the file"):
+        read_benchmark_file(tmp_path / "nope.json")
+
+
+def test_csv_columns_and_values(tmp_path):
+    rows = read_benchmark_file(SGLANG, system="h100-sxm-x1", precision="bf16")
+    rows.append(Row("m", "s", 2, "fp8", 100, 10, 1, 5.5, None, "manual"))
+    buf = io.StringIO()
+    write_measurements_csv(rows, buf)
+    out = list(csv.reader(io.StringIO(buf.getvalue())))
+    assert tuple(out[0]) == COLUMNS == ("model", "system", "tp", "precision", "input_tokens", "output_tokens",
+                                        "concurrency", "tpot_ms", "ttft_ms", "source", "pp", "kv_precision",
+                                        "engine", "as_of")
+    assert out[2][:9] == ["meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-x1", "1", "bf16", "1024", "256", "64",
+                          "9.72", "117.45"]
+    assert out[3][8] == "" and out[3][10:] == ["", "", "", ""]
+    path = tmp_path / "m.csv"
+    write_measurements_csv(rows, path)
+    assert path.read_text() == buf.getvalue()
+
+
+def test_json_null_file_is_refused(tmp_path):
+    with pytest.raises(BenchFileError, match="top level is a JSON null, not an object"):
+        read_benchmark_file(_write(tmp_path, "n.json", "null"), system="s")
+
+
+def test_non_string_model_in_file_is_refused(tmp_path):
+    d = json.loads(VLLM.read_text())
+    d["model_id"] = 42
+    with pytest.raises(BenchFileError, match=r"model is 42, not a string, in this vllm file\. Fix: edit the file"):
+        read_benchmark_file(_write(tmp_path, "m.json", json.dumps(d)), system="s")
