@@ -14,10 +14,14 @@ from planner.data.scenario import Scenario, load_scenario
 from planner.verify.plan import verify
 
 
-def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
-    """The plan for a parsed scenario: single-period, or multi-year when it has per-year settings."""
+def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
+                  explain: str = "full", solver: str | None = None) -> dict:
+    """The plan for a parsed scenario: single-period, or multi-year when it has per-year settings;
+    explain: none | brief | full (planner.explain.narrative); solver overrides solver.name."""
+    if solver is not None:
+        s = s.model_copy(update={"solver": s.solver.model_copy(update={"name": solver})})
     make = planning.make_multiyear_plan if s.multi_year else planning.make_plan
-    return checked(make(s, catalog_paths, time_limit_s), s, catalog_paths)
+    return checked(make(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
 
 
 def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dict:
@@ -38,5 +42,6 @@ def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dic
     return plan
 
 
-def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
-    return plan_scenario(load_scenario(path), catalog_paths, time_limit_s)
+def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
+              explain: str = "full", solver: str | None = None) -> dict:
+    return plan_scenario(load_scenario(path), catalog_paths, time_limit_s, explain, solver)

@@ -53,15 +53,18 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
 
 
 def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
-              explain: bool = True) -> dict:
+              explain: bool | str = True) -> dict:
+    """A single-period plan; explain: none | brief | full (explain.narrative.explain_plan), True for
+    full, False for the bare plan (sweeps and tests)."""
     cat, opts, fm, res = solve_scenario(s, catalog_paths, time_limit_s)
     plan = read_plan(s, fm, res)
     if explain:
-        explain_plan(plan, s, cat, opts, fm, res, time_limit_s)
+        explain_plan(plan, s, cat, opts, fm, res, time_limit_s, "full" if explain is True else explain)
     return plan
 
 
-def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
+def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
+                        explain: bool | str = True) -> dict:
     check_multiyear(s)
     cat, opts = prepare(s, catalog_paths)
     ym = year_model.build(s, cat, opts)

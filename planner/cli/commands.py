@@ -41,6 +41,17 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 app.add_typer(catalog_app, name="catalog")
 
 
+class Explain(str, Enum):
+    none = "none"
+    brief = "brief"
+    full = "full"
+
+
+class SolverName(str, Enum):
+    cbc = "cbc"
+    highs = "highs"
+
+
 class Format(str, Enum):
     table = "table"
     json = "json"
@@ -73,13 +84,19 @@ def run_cmd(
                                       "output byte-identical from run to run"),
     brief: bool = typer.Option(False, "--brief", help="the decision in at most 25 lines of 100 columns"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr"),
+    explain: Explain = typer.Option(Explain.full, "--explain", help="none: the plan and its reasons only (no "
+                                    "re-solves); brief: + prices from LPs and why-not from LP bounds; full: + "
+                                    "re-planned alternatives, next-best fleet and lifted caps"),
+    solver: Optional[SolverName] = typer.Option(None, "--solver", help="cbc (default) or highs (optional "
+                                                "extra: pip install \".[highs]\"); overrides solver.name"),
 ):
     """Plan the cheapest fleet for SCENARIO and explain it."""
     from planner.cli.running import RunRequest, run_plan
 
     check_output(output, force, (scenario, *(catalog or ())))  # before minutes of solving, not after
     run_plan(RunRequest(scenario, fmt.value, tuple(str(c) for c in catalog or ()), time_limit, timings, brief, quiet,
-                        output is not None), write=lambda text: emit(text, output, force))
+                        output is not None, explain.value, solver.value if solver else None),
+             write=lambda text: emit(text, output, force))
 
 
 @app.command("verify")

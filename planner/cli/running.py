@@ -27,6 +27,8 @@ class RunRequest:
     brief: bool = False
     quiet: bool = False
     to_file: bool = False
+    explain: str = "full"
+    solver: str | None = None
 
 
 def terminal_width(to_file: bool) -> int | None:
@@ -47,7 +49,8 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
                                  "--brief", "drop --brief, or drop --format"))
     try:
         with Ticker(f"planning {req.scenario.name}", req.quiet, steps="options, solve, explanations"):
-            plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s)
+            plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s, explain=req.explain,
+                             solver=req.solver)
     except InfeasibleError as exc:
         if req.fmt == "json":
             write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),

@@ -127,6 +127,9 @@ class Plan(BaseModel):
     views: Views = absent("what the money figures mean (multi-year only)")
     solver: SolverInfo = Field(description="the solve")
     summary: str = absent("the recommendation in one paragraph (absent when unexplained)")
+    explain: Literal["none", "brief", "full"] = absent(
+        "how much was explained (--explain): none: reasons and checks only; brief: + LP prices and why-not "
+        "from LP bounds; full: + re-planned alternatives, next-best fleet, lifted caps")
     explanations: list[Explanation] = absent("binding constraint families with their prices (single-period, "
                                              "explained plans)")
     alternatives: list[Alternative] = absent("why not each unused catalog accelerator (single-period, "

@@ -139,6 +139,9 @@ class Alternative(Part):
                                                                  "less); null when not evaluated or infeasible")
     fleet: list[FleetItem] | None = Field(description="the cheapest fleet using it; null when none")
     reason: str = Field(description="the reason in words")
+    basis: Literal["milp", "lp-bound", "reason"] | None = absent(
+        "how the row was found: milp (the plan re-solved with the accelerator forced), lp-bound (the LP "
+        "relaxation of that plan: cost_delta is a lower bound), reason (it cannot run the jobs)")
 
 
 class NextBest(Part):

@@ -36,9 +36,26 @@ def _row(family, constraint, binding, price, unit, message, basis) -> dict:
             "basis": basis}
 
 
+def _fleet_words(fm, res) -> str:
+    """How the short-run prices hold the fleet: the systems owned, or only hourly rentals."""
+    owned = any(round(res.values.get(v.name, 0.0)) > 0 for v in fm.n.values())
+    return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals)"
+
+
+def _served(fm, res, dk: str) -> float:
+    """Users (or rollouts) demand dk's replicas serve in the plan, at most its demand."""
+    d = fm.options.demands[dk]
+    held = sum(fm.options.serve[k][i].users_per_replica * round(res.values.get(v.name, 0.0))
+               for (k, i, _), v in fm.y.items() if k == dk)
+    return min(held, d.users)
+
+
 def _demand_rows(s, fm, res, short, long) -> list[dict]:
+    """One price row per demand. The short-run price holds the fleet (and, in max-coverage mode,
+    the unserved shares) as planned, so no penalty weight of the coverage objective enters it."""
     jobs = {j.name: j for j in s.jobs}
     rows = []
+    held = _fleet_words(fm, res)
     for dk, d in sorted(fm.options.demands.items()):
         job = jobs[d.job]
         sr = short.demand.get(dk) if short.ok else None
@@ -47,18 +64,18 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
         if d.kind == "serve":
             rl = job.stage == "rl"
             what = "concurrent rollout" if rl else "concurrent user"
-            demand_row = fm.rows[("demand", dk)]
-            supply = d.users + shadow.room(demand_row, res.values)
+            served = _served(fm, res, dk)
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
+            gap = f", {d.users - served:,.0f} unserved" if served < d.users else ""
             price = "-" if sr is None else _usd(sr, 2)
-            msg = (f"one more {what} on '{job.name}' costs {price}/yr with the fleet you own (busy power or "
-                   f"hourly rent for part of a replica); the plan serves {supply:,.0f}{down} for {d.users:,} "
-                   f"needed.{tail} per {what}-year.")
+            msg = (f"one more {what} on '{job.name}' costs {price}/yr {held} (busy power or "
+                   f"hourly rent for part of a replica); the plan serves {served:,.0f} of {d.users:,} needed"
+                   f"{gap}{down}.{tail} per {what}-year.")
             rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),
                              short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
             unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
-            msg = (f"one more run of '{dk}' costs {'-' if sr is None else _usd(sr, 2)} with the fleet you own"
+            msg = (f"one more run of '{dk}' costs {'-' if sr is None else _usd(sr, 2)} {held}"
                    f" ({d.runs_per_year:g} a year planned).{tail} per run.")
             rows.append(_row("demand", f"jobs.{job.name}.runs_per_year", short.tight.get(dk, False), sr, unit,
                              msg, "short-run"))
@@ -199,23 +216,40 @@ def explain_placements(plan: dict, s, cat) -> None:
     plan["summary"] = runit.summary(plan, s)
 
 
-def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None) -> None:
-    """Add to the plan, in place: per-placement reasons ("why") and the three checks ("checks") per
-    job; "explanations" (binding families with prices), "alternatives" (why-not, one row per unused
-    catalog accelerator), "next_best" and a one-paragraph "summary". The plan's values were read
-    already, so the model may be re-solved here; every bound changed is restored."""
+LEVELS = ("none", "brief", "full")
+
+
+def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: str = "full") -> None:
+    """Add to the plan, in place, by level:
+    none   per-placement reasons ("why"), the three checks per job ("checks") and the "summary":
+           read from the plan, no re-solve;
+    brief  + "explanations" from LPs on the built model (short-run prices with the fleet fixed) and
+           "alternatives" (why-not, one row per unused catalog accelerator) from reasons and LP bounds;
+    full   + long-run prices and the value of one more system (LPs), the forced-accelerator MILPs
+           nearest the plan, the "next_best" fleet, lifted caps and raised targets (MILPs bounded by
+           work, whynot.MAX_NODES).
+    The plan's values were read already, so the model may be re-solved here; bounds are restored."""
     explain_placements(plan, s, cat)
+    plan["explain"] = level
+    if level == "none":
+        return
     limit = time_limit_s or s.solver.time_limit_s
-    variants = whynot.variants_for(plan, s, cat, fm, res)
     fleet = shadow.decisions(fm, res)
-    with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
-        pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
-        short = shadow.short_run(fm, fleet, limit)
-        more = shadow.one_more_system(fm, fleet, short, limit)
-        long = shadow.long_run(fm, limit)
-        outcomes = pending.result()
+    unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
+    bounds = whynot.lp_bounds(s, cat, fm, unused, limit)
+    short = shadow.short_run(fm, fleet, limit)
+    if level == "brief":
+        outcomes, more, long = {}, {}, shadow.LPPrices(None, "not-solved")
+    else:
+        forced = whynot.forced_to_solve(bounds, plan["total_cost_usd_per_year"])
+        variants = whynot.variants_for(plan, s, cat, fm, forced)
+        with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
+            pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
+            more = shadow.one_more_system(fm, fleet, short, limit)
+            long = shadow.long_run(fm, limit)
+            outcomes = pending.result()
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + _target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + _cap_rows(plan, s, outcomes, long))
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes)
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)

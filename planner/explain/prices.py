@@ -32,12 +32,15 @@ FIXED_STORES = ("n", "b", "u", "e")
 EPS = 1e-6
 
 
-def decisions(fm: FleetModel, res: SolveResult) -> dict[tuple, int]:
-    """The plan's integer fleet decisions by (store, key): owned systems and binary placements."""
-    out = {}
+def decisions(fm: FleetModel, res: SolveResult) -> dict[tuple, float]:
+    """The plan's integer fleet decisions by (store, key): owned systems and binary placements; and
+    the unserved shares of max-coverage mode, so that its penalty weight never enters a price."""
+    out: dict[tuple, float] = {}
     for store in FIXED_STORES:
         for key, v in getattr(fm, store).items():
             out[(store, key)] = int(round(res.values.get(v.name, 0.0)))
+    for key, v in fm.unserved.items():
+        out[("unserved", key)] = res.values.get(v.name, 0.0)
     return out
 
 
@@ -133,6 +136,8 @@ def short_run(fm: FleetModel, fleet: dict[tuple, int], time_limit_s: float | Non
 def long_run(fm: FleetModel, time_limit_s: float | None = None) -> LPPrices:
     """Prices from the LP relaxation of the whole model (capital included), built without the
     tightenings (fleet.build(tight=False)) so that a dual is the cost of one more unit of demand."""
+    if fm.unserved:  # max-coverage: the LP would price a user at the coverage weight, not in dollars
+        return LPPrices(None, "not-solved")
     plain = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, tight=False)
     return _read(plain, _lp(plain, time_limit_s))
 

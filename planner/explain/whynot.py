@@ -1,21 +1,20 @@
-"""Alternatives to a plan, each one a re-solved MILP ("what if"), never a guess.
+"""Alternatives to a plan, each one a re-solved model ("what if"), never a guess.
 
 - Why not accelerator A, for every catalog accelerator the plan does not use: the reason it cannot
   serve (options.why_not: does not fit, too slow for the target, stack or policy excluded, no offer,
-  cooling), or the extra yearly cost of the cheapest plan forced to use it: the demand d that costs
-  least to move onto A (each demand priced alone, shortlist.pair_cost) keeps only its
-  configurations on A, the other demands' variables are held at the plan's values (owned systems
-  may grow), and the MILP is re-solved with
-      sum_{d,i,o on A} y[d,i,o] + sum e[d,i,o] + sum_d max(runs_d, 1) x[d,i,o]  >=  1.
-  For a one-job scenario that is "the job on A alone". An accelerator with edge options only is
-  forced into the full model by the same row.
+  cooling), or what the cheapest plan costs when every job that can run on A runs only on A (its
+  other configurations removed, the rest of the scenario re-optimised). First the LP relaxation of
+  that forced plan gives a lower bound for every such A (cheap, and enough to rank them); then, at
+  --explain full, the MILP is re-solved for the NEAREST_FORCED accelerators with the smallest bounds
+  and for any whose bound is within NEAR of the plan. The others keep their LP bound ("at least").
 - The next-best distinct fleet: the MILP over the options that do not use the plan's costliest
   system type.
 - Finite differences of the integer plan: a cap lifted (site power, a budget, N+1 redundancy) or a
   serving job's per-user speed target raised by TARGET_STEP, re-planned.
-Variants are independent; they run on a few threads, each with its own copy of the model (CBC is a
-separate process), so the answers do not depend on the order. Each solve is time-limited; one that
-stops with an incumbent gives an upper bound, one without gives no number.
+Variants are independent; they run on a few threads, each with its own copy of the model (the
+solver runs apart), so the answers do not depend on the order. Each MILP is bounded by work
+(MAX_NODES branch-and-bound nodes), not by the clock, so the same input gives the same answers on a
+busy machine; the time limit stays as a safety net, and a solve it stopped is reported as cut short.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -34,13 +32,13 @@ from planner.milp import fleet as model
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
-from planner.options import shortlist
 from planner.options.eligibility import site_exclusion
 
-VARIANT_TIME_LIMIT_S = 5.0
-BUDGET_S = 30.0  # all variants together; later ones are skipped (reported as not evaluated)
 TARGET_STEP = 0.10  # +10% of the per-user speed target
 MAX_WORKERS = 4
+MAX_NODES = 2000  # branch-and-bound nodes per explanation MILP: a work bound, so answers are reproducible
+NEAREST_FORCED = 4  # forced-accelerator MILPs re-solved at --explain full (smallest LP bounds first) ...
+NEAR = 0.25  # ... plus any whose LP bound is within 25% of the plan's cost
 
 
 @dataclass
@@ -51,14 +49,12 @@ class Variant:
     options: object | None = None  # modified options: a fresh model
     extra: Callable[[FleetModel], list] | None = None  # extra rows
     note: str = ""
-    hold: dict | None = None  # plan values: hold every demand but `free` as planned (fresh model)
-    free: str = ""
 
 
 def outcome(fm: FleetModel, res: SolveResult) -> dict:
     """What a variant's plan is: status, yearly cost, fleet, bought power and capex, unserved users."""
     if not res.ok:
-        return {"status": res.status}
+        return {"status": res.status, "cut_short": res.cut_short}
     from planner.milp.readout import read_plan
 
     plan = read_plan(fm.scenario, fm, res)
@@ -68,15 +64,14 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
             "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
             "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
             "opex": plan["total_cost_usd_per_year"] - plan["cost_breakdown_usd_per_year"].get("capital", 0.0),
-            "unserved_users": unserved}
+            "unserved_users": unserved, "cut_short": res.cut_short}
 
 
 def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> dict[tuple, dict]:
-    """Solve every variant (forced-accelerator ones within VARIANT_TIME_LIMIT_S); key -> outcome()."""
+    """Solve every variant, each MILP bounded by MAX_NODES; key -> outcome()."""
     out: dict[tuple, dict] = {}
     todo = list(variants)
     lock = threading.Lock()
-    start = time.perf_counter()
 
     def worker() -> None:
         base = None
@@ -85,9 +80,6 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
                 if not todo:
                     return
                 v = todo.pop(0)
-                if time.perf_counter() - start > BUDGET_S:
-                    out[v.key] = {"status": "skipped"}
-                    continue
             if v.scenario is not None or v.options is not None:
                 vs = v.scenario or s
                 fm = model.build(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
@@ -95,8 +87,6 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
             else:
                 base = base or model.build(s, cat, opts)
                 fm, prob = base, base.prob.copy()
-            if v.hold is not None:
-                hold(fm, v.hold, v.free)
             rows = v.extra(fm) if v.extra else []
             for i, row in enumerate(rows):
                 prob.addConstraint(row, f"variant{i}")
@@ -104,9 +94,8 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
             if any(len(row.expr) == 0 for row in rows):
                 result = {"status": "no-variables"}
             else:
-                limit = min(time_limit_s, VARIANT_TIME_LIMIT_S) if v.key[0] == "force" else time_limit_s
-                result = outcome(fm, solve(fm, time_limit_s=limit))
-            result["note"], result["held"] = v.note, v.hold is not None
+                result = outcome(fm, solve(fm, time_limit_s=time_limit_s, max_nodes=MAX_NODES))
+            result["note"] = v.note
             with lock:
                 out[v.key] = result
 
@@ -143,77 +132,53 @@ def accelerators_with_options(opts) -> set[str]:
     return {o.accelerator for lists in (opts.serve, opts.batch, opts.edge) for lst in lists.values() for o in lst}
 
 
-def only_on(opts, acc: str, demand: str):
-    """Options where `demand` keeps only its configurations on accelerator `acc`."""
-    lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}
-    kind = next(k for k, v in lists.items() if demand in v)
-    kept = {**lists[kind], demand: [o for o in lists[kind][demand] if o.accelerator == acc]}
-    return dataclasses.replace(opts, **{kind: kept})
+def only_on(opts, acc: str):
+    """Options where every demand that has configurations on `acc` keeps only those."""
+    def keep(lists: dict) -> dict:
+        return {dk: ([o for o in lst if o.accelerator == acc] if any(o.accelerator == acc for o in lst) else lst)
+                for dk, lst in lists.items()}
+    return dataclasses.replace(opts, serve=keep(opts.serve), batch=keep(opts.batch), edge=keep(opts.edge))
 
 
-def _standalone(s, cat, opts, dk: str, by_system: dict, acc: str | None = None) -> float | None:
-    """The cheapest yearly cost of meeting demand dk alone (shortlist.pair_cost), optionally on acc."""
-    lst = opts.serve.get(dk) or opts.batch.get(dk) or []
-    costs = [shortlist.pair_cost(s, cat, opts, dk, i, oid) for i, o in enumerate(lst)
-             if acc is None or o.accelerator == acc for oid in by_system.get(o.system, [])
-             if not site_exclusion(opts.offers[oid], cat.systems[o.system], s)]
-    return min(costs) if costs else None
+def jobs_on(opts, acc: str) -> list[str]:
+    """The demands that can run on `acc`."""
+    return sorted(dk for lists in (opts.serve, opts.batch, opts.edge) for dk, lst in lists.items()
+                  if any(o.accelerator == acc for o in lst))
 
 
-def cheapest_demand_for(acc: str, s, cat, opts) -> str | None:
-    """The serving or batch demand whose standalone cost rises least when moved onto acc."""
-    by_system: dict[str, list[str]] = {}
-    for oid, o in sorted(opts.offers.items()):
-        by_system.setdefault(o.system, []).append(oid)
-    best = None
-    for dk in sorted(set(opts.serve) | set(opts.batch)):
-        on = _standalone(s, cat, opts, dk, by_system, acc)
-        if on is None:
+def _forced(acc: str, opts) -> Variant:
+    moved = jobs_on(opts, acc)
+    note = (f"running {', '.join(repr(d) for d in moved)} on it" if len(moved) <= 3
+            else f"running the {len(moved)} jobs it can run on it")
+    return Variant(("force", acc), options=only_on(opts, acc), extra=_force(acc), note=note)
+
+
+def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float) -> dict[str, float | None]:
+    """For each accelerator: the LP relaxation of the plan forced onto it (a lower bound of its
+    cost, USD per year), None where that LP is infeasible."""
+    out = {}
+    for acc in accelerators:
+        forced = model.build(s, cat, only_on(fm.options, acc))
+        rows = _force(acc)(forced)
+        if any(len(row.expr) == 0 for row in rows):
+            out[acc] = None
             continue
-        extra = on - (_standalone(s, cat, opts, dk, by_system) or 0.0)
-        best = min(best, (extra, dk)) if best else (extra, dk)
-    return best[1] if best else None
+        for i, row in enumerate(rows):
+            forced.prob.addConstraint(row, f"variant{i}")
+        res = solve(forced, time_limit_s=time_limit_s, gap=0.0, mip=False)
+        out[acc] = res.objective if res.ok else None
+    return out
 
 
-STORES = ("n", "y", "r", "x", "b", "e", "u")
+def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
+    """The accelerators whose forced plan is re-solved as a MILP: the NEAREST_FORCED smallest LP
+    bounds and any within NEAR of the plan's cost."""
+    ranked = sorted((b, a) for a, b in bounds.items() if b is not None)
+    return sorted({a for k, (b, a) in enumerate(ranked) if k < NEAREST_FORCED or b <= base * (1 + NEAR)})
 
 
-def plan_values(fm: FleetModel, res: SolveResult) -> dict:
-    """(store, key) -> the plan's value, for every variable of the model."""
-    return {(store, key): round(res.values.get(v.name, 0.0), 9)
-            for store in STORES for key, v in getattr(fm, store).items()}
-
-
-def hold(fm: FleetModel, values: dict, free: str) -> None:
-    """Hold the plan as it is except demand `free`: other demands' variables fixed at the plan's
-    values (0 where the plan has none), owned systems at least as many as held (more may be added)."""
-    for store in STORES:
-        for key, v in getattr(fm, store).items():
-            val = values.get((store, key), 0.0)
-            if store == "n" or (store == "u" and isinstance(key, str)):  # owned systems and their spares
-                v.lowBound = val
-            elif key[0] != free:
-                v.lowBound = v.upBound = val
-
-
-def _forced(a: str, s, cat, fm: FleetModel, values: dict) -> Variant:
-    """The demand that costs least to move onto a (priced alone) runs only on a; with several
-    demands the rest of the plan is held as it is. Small MILPs, so no time limit decides the
-    answer. Edge-only accelerators: at least one unit on a, everything re-optimised."""
-    dk = cheapest_demand_for(a, s, cat, fm.options)
-    if dk is None:
-        return Variant(("force", a), extra=_force(a))
-    several = len(fm.options.demands) > 1
-    note = f"moving '{dk}' onto it, the rest of the plan as it is" if several else f"running '{dk}' on it"
-    return Variant(("force", a), options=only_on(fm.options, a, dk), extra=_force(a),
-                   hold=values if several else None, free=dk, note=note)
-
-
-def variants_for(plan: dict, s, cat, fm: FleetModel, res: SolveResult) -> list[Variant]:
-    """The forced-accelerator, next-best, lifted-cap and raised-target variants of a plan."""
-    used = {f["accelerator"] for f in plan["fleet"]}
-    values = plan_values(fm, res)
-    forced = [_forced(a, s, cat, fm, values) for a in sorted(accelerators_with_options(fm.options) - used)]
+def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str]) -> list[Variant]:
+    """The next-best, lifted-cap, raised-target and forced-accelerator variants of a plan."""
     out = []
     if plan["fleet"]:
         out.append(Variant(("next",), options=without_systems(fm.options, {plan["fleet"][0]["system"]})))
@@ -232,7 +197,7 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, res: SolveResult) -> list[V
             faster = j.model_copy(update={"min_tokens_per_s_per_user": j.min_tokens_per_s_per_user * (1 + TARGET_STEP)})
             jobs = [faster if k.name == j.name else k for k in s.jobs]
             out.append(Variant(("target", j.name), s.model_copy(update={"jobs": jobs}), rebuild_options=True))
-    return out + forced
+    return out + [_forced(a, fm.options) for a in forced]
 
 
 # --- reading the answers ------------------------------------------------------------------------
@@ -275,9 +240,9 @@ def _no_variable_reason(acc: str, s, cat, opts) -> str:
     return whys[0] if whys else "no offer the policy allows can host its configurations here"
 
 
-def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict) -> list[dict]:
+def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dict[str, float | None]) -> list[dict]:
     """One row per catalog accelerator the plan does not use: why it cannot serve, or what the
-    cheapest plan forced to use it costs more per year."""
+    cheapest plan running every job it can on it costs more per year (re-planned, or its LP bound)."""
     opts = fm.options
     used = {f["accelerator"] for f in plan["fleet"]}
     base = plan["total_cost_usd_per_year"]
@@ -285,31 +250,36 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict) -> list[dic
     with_options = accelerators_with_options(opts)
     rows = []
     for acc in sorted(set(cat.accelerators) - used):
-        row = {"accelerator": acc, "status": "infeasible", "cost_delta_usd_per_year": None, "fleet": None}
+        row = {"accelerator": acc, "status": "infeasible", "cost_delta_usd_per_year": None, "fleet": None,
+               "basis": "reason"}
         got = outcomes.get(("force", acc))
+        note = _forced(acc, opts).note if acc in with_options else ""
         if acc not in with_options:
             row["reason"] = _no_option_reason(acc, opts)
+        elif got is None and bounds.get(acc) is not None:
+            delta = max(0.0, bounds[acc] - base)
+            row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
+                       reason=f"the cheapest plan {note} costs at least {_usd(bounds[acc])}/yr (+{_usd(delta)} "
+                              "or more: the LP relaxation's bound; not re-planned, as cheaper alternatives were)")
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
         elif got["status"] == "infeasible":
             row["reason"] = ("it can run the jobs, but no plan using it meets the scenario's limits "
                              "(budget, site power, availability or N+1)")
-        elif got["status"] == "skipped":
-            row.update(status="costlier", reason="not evaluated: the explanation's time budget "
-                                                 f"({BUDGET_S:g} s for all alternatives) ran out")
         elif got["status"] not in ("optimal", "feasible"):
-            row.update(status="costlier", reason="not evaluated: the solver's time limit ran out "
-                                                 f"({got['status']})")
+            row.update(status="costlier", basis="milp",
+                       reason="not evaluated: the re-plan found no fleet within its work limit "
+                              f"({MAX_NODES:,} nodes){' and was cut short by the time limit' if got.get('cut_short') else ''}")
         else:
-            delta = got["cost"] - base  # the rest held as planned: exact; else within the solver's gap
-            delta = 0.0 if abs(delta) <= (0.01 if got["held"] else tol) else delta
+            delta = got["cost"] - base
+            delta = 0.0 if abs(delta) <= tol else delta
             bound = "" if got["status"] == "optimal" else "at most "
             sign = f"+{_usd(delta)}" if delta >= 0 else (
-                f"{_usd(-delta)} less than the plan: the plan's shortlist of pairs missed it")
-            row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), fleet=got["fleet"],
-                       reason=f"the cheapest plan {got['note'] or 'using it'} costs {bound}{_usd(got['cost'])}/yr "
-                              f"({sign}): " + (fleet_change(plan["fleet"], got["fleet"]) if got["held"]
-                                               else fleet_text(got["fleet"])))
+                f"{_usd(-delta)} less than the plan, within the solver's gap or the plan's candidate pairs")
+            row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), fleet=got["fleet"], basis="milp",
+                       reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
+                              f"({sign}): " + fleet_text(got["fleet"])
+                              + (" (cut short by the time limit)" if got.get("cut_short") else ""))
         rows.append(row)
     order = {"costlier": 0, "infeasible": 1}
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
@@ -319,7 +289,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict) -> list[dic
 
 def next_best(plan: dict, outcomes: dict) -> dict | None:
     got = outcomes.get(("next",))
-    if got is None or got["status"] == "skipped":
+    if got is None:
         return None
     systems = [plan["fleet"][0]["system"]]
     if got["status"] not in ("optimal", "feasible"):

@@ -1,18 +1,25 @@
-"""Run CBC on a FleetModel and return one typed result; nothing reads values unless status allows.
+"""Run the MILP solver on a fleet model and return one typed result; nothing reads values unless
+the status allows.
 
-The solver factory prefers COIN_CMD with the cbcbox binary (what pulp[cbc] installs, and the only
-route in PuLP 4) and falls back to PuLP 3's bundled PULP_CBC_CMD. A time limit is always set.
+CBC (the default and the tested path): the factory prefers COIN_CMD with the cbcbox binary (what
+pulp[cbc] installs, and the only route in PuLP 4) and falls back to PuLP 3's bundled PULP_CBC_CMD.
+HiGHS (solver.name: highs, or --solver highs): in process through highspy, an optional extra
+(pip install ".[highs]"); its banner is kept off stdout. A time limit is always set; explanation
+solves also get a node limit (max_nodes) so that their answers depend on work done, not on how busy
+the machine is.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pulp
 
-from planner.data.errors import SolverError
+from planner.data.errors import InputError, Problem, SolverError
 from planner.milp.fleet import FleetModel
 
 OK = ("optimal", "feasible")
@@ -31,6 +38,9 @@ class SolveResult:
     solver: str
     values: dict = field(default_factory=dict)
     message: str = ""
+    cut_short: bool = False
+    """the time limit, not the search, ended a solve with a work limit (max_nodes): its answer may
+    differ on a busier machine"""
 
     @property
     def ok(self) -> bool:
@@ -52,10 +62,18 @@ def _cbc_path() -> str | None:
         return None
 
 
-def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True):
-    """COIN_CMD (cbcbox) if present, else PuLP's bundled CBC; silent, time-limited."""
+SOLVERS = ("cbc", "highs")
+
+
+def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True, name: str = "cbc",
+                max_nodes: int | None = None):
+    """The solver `name` (cbc: COIN_CMD with cbcbox if present, else PuLP's bundled CBC; highs:
+    highspy in process), silent and time-limited; max_nodes caps the branch-and-bound nodes."""
+    if name == "highs":
+        return _highs(time_limit_s, gap, threads, mip, max_nodes), "highs"
+    options = list(CBC_OPTIONS) + ([f"maxNodes {max_nodes}"] if max_nodes is not None and mip else [])
     kwargs = dict(msg=False, timeLimit=max(1, int(time_limit_s)), gapRel=gap, threads=threads, mip=mip,
-                  options=list(CBC_OPTIONS))
+                  options=options)
     path = _cbc_path()
     if path and os.path.exists(path):
         return pulp.COIN_CMD(path=path, **kwargs), "cbc (cbcbox)"
@@ -70,19 +88,62 @@ def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = T
                       "or set PLANNER_CBC to a cbc executable")
 
 
+def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: int | None):
+    try:
+        import highspy  # noqa: F401  (the optional extra)
+    except ImportError:
+        raise InputError(Problem("solver 'highs' is not installed", "solver.name",
+                                 'pip install ".[highs]" (or pip install highspy), or use solver.name: cbc'))
+    params = {"mip_max_nodes": int(max_nodes)} if max_nodes is not None and mip else {}
+    return pulp.HiGHS(msg=False, timeLimit=float(max(1, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
+                      **params)
+
+
+_STDOUT_LOCK = threading.Lock()
+_STDOUT_HELD = [0, None]  # solves in progress, the saved stdout descriptor
+
+
+@contextmanager
+def _stdout_silenced(active: bool):
+    """HiGHS prints a banner on file descriptor 1 even when told not to: point descriptor 1 at
+    /dev/null while any HiGHS solve runs (counted, so threads of explanation solves nest)."""
+    if not active:
+        yield
+        return
+    with _STDOUT_LOCK:
+        if _STDOUT_HELD[0] == 0:
+            import sys
+
+            sys.stdout.flush()
+            _STDOUT_HELD[1] = os.dup(1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        _STDOUT_HELD[0] += 1
+    try:
+        yield
+    finally:
+        with _STDOUT_LOCK:
+            _STDOUT_HELD[0] -= 1
+            if _STDOUT_HELD[0] == 0:
+                os.dup2(_STDOUT_HELD[1], 1)
+                os.close(_STDOUT_HELD[1])
+
+
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
-          mip: bool = True) -> SolveResult:
+          mip: bool = True, max_nodes: int | None = None) -> SolveResult:
     cfg = fm.scenario.solver
-    solver, name = make_solver(time_limit_s or cfg.time_limit_s, cfg.gap if gap is None else gap,
-                               cfg.threads, mip)
+    limit = time_limit_s or cfg.time_limit_s
+    solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes)
     start = time.perf_counter()
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)
     try:
-        try:
-            fm.prob.solve(solver)
-        except (pulp.PulpSolverError, OSError, ValueError, IndexError):
-            fm.prob.solve(solver)  # once more: a CBC process lost to a passing fault on a loaded machine
+        with _stdout_silenced(cfg.name == "highs"):
+            try:
+                fm.prob.solve(solver)
+            except (pulp.PulpSolverError, OSError, ValueError, IndexError):
+                fm.prob.solve(solver)  # once more: a solver process lost to a passing fault on a loaded machine
     except (pulp.PulpSolverError, OSError, ValueError, IndexError) as exc:  # IndexError: a truncated solution file
         raise SolverError(f"the solver ({name}) stopped without a result: it crashed, was killed or "
                           f"could not run ({str(exc).split(',')[0]}).\n    To fix: check that the cbc "
@@ -95,13 +156,14 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     elif status == "optimal" and sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         status = "not-solved"
     status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
+    cut_short = max_nodes is not None and status == "feasible" and seconds >= limit - 0.5
     if status not in OK:
-        return SolveResult(status, seconds, None, None, name)
+        return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5)
     objective = pulp.value(fm.prob.objective) or 0.0
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
-    # CBC calls a search "optimal" once it is within the relative gap asked for: report that bound
+    # the solver calls a search "optimal" once it is within the relative gap asked for: report that bound
     gap_value = (cfg.gap if gap is None else gap) if status == "optimal" else _gap(fm, objective)
-    return SolveResult(status, seconds, gap_value, objective, name, values)
+    return SolveResult(status, seconds, gap_value, objective, name, values, cut_short=cut_short)
 
 
 def _constant_row_violated(fm: FleetModel) -> bool:
@@ -120,8 +182,10 @@ def _gap(fm: FleetModel, objective: float) -> float | None:
     """Relative gap against the LP relaxation's bound (CBC's own bound does not reach PuLP):
     an upper estimate of the true gap. Values were read before this re-solve."""
     try:
-        solver, _ = make_solver(fm.scenario.solver.time_limit_s, 0.0, fm.scenario.solver.threads, mip=False)
-        fm.prob.solve(solver)
+        cfg = fm.scenario.solver
+        solver, _ = make_solver(cfg.time_limit_s, 0.0, cfg.threads, mip=False, name=cfg.name)
+        with _stdout_silenced(cfg.name == "highs"):
+            fm.prob.solve(solver)
         bound = pulp.value(fm.prob.objective)
     except Exception:
         return None
