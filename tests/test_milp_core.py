@@ -1,0 +1,143 @@
+"""The MILP core: N+1 as a spare system per serving pool (checked by enumeration), explanation
+levels, why-not with every job forced onto an accelerator, and the optional HiGHS solver."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+from conftest import SCENARIOS
+from test_bruteforce import A100, World, replica_vectors, scenario, serve, slots
+
+from planner.app.planning import make_plan
+from planner.data.scenario import load_scenario
+
+
+def n_plus_1_brute_force(s) -> float:
+    """Serving only: every replica vector per demand; each owned offer that serves holds its peak
+    accelerators plus one spare system; a demand's rentals of an offer hold one spare system too."""
+    w = World(s)
+    demands = sorted(w.opts.serve)
+    best = math.inf
+
+    def assignments(k):
+        if k == len(demands):
+            yield {}
+            return
+        dk = demands[k]
+        pairs = w.serve_pairs(dk)
+        for vec in replica_vectors(pairs, w.opts.demands[dk].users):
+            for rest in assignments(k + 1):
+                yield {dk: [(opt, oid, y) for (opt, oid), y in zip(pairs, vec) if y], **rest}
+
+    for chosen in assignments(0):
+        cost, peak = 0.0, {}
+        for dk, rows in chosen.items():
+            h = w.opts.demands[dk].hours_per_day * 365
+            rented = {}
+            for opt, oid, y in rows:
+                per = w.system(oid).accelerators
+                if w.owned(oid):
+                    peak[oid] = peak.get(oid, 0) + slots(opt, per) * y
+                    cost += w.busy_per_acc_hour(oid) * slots(opt, per) * y * h
+                else:
+                    rented[oid] = rented.get(oid, 0) + slots(opt, per) * y
+            for oid, used in rented.items():
+                systems = math.ceil(used / w.system(oid).accelerators - 1e-9) + 1
+                cost += systems * w.opts.offers[oid].price_usd_per_hour * h
+        for oid, used in peak.items():
+            cost += (math.ceil(used / w.system(oid).accelerators - 1e-9) + 1) * w.fixed(oid)
+        best = min(best, cost)
+    return best
+
+
+N1 = {**A100, "redundancy": "n+1"}
+N1_CASES = {
+    "one-job-owned": ([serve("chat", 1500)], N1),
+    "two-jobs-share-one-spare": ([serve("chat", 900), serve("docs", 40, context=32768, precision="bf16")], N1),
+    "rented-pool-spare": ([serve("chat", 120)], {**N1, "acquisition": ["on-demand"]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(N1_CASES))
+def test_n_plus_1_matches_enumeration(case):
+    jobs, policy = N1_CASES[case]
+    s = scenario(jobs, policy)
+    expected = n_plus_1_brute_force(s)
+    assert math.isfinite(expected)
+    assert make_plan(s, explain=False)["total_cost_usd_per_year"] == pytest.approx(expected, rel=1e-6, abs=0.01)
+
+
+def test_two_jobs_share_one_spare_not_one_each():
+    """N+1 is per pool: two jobs on the same owned boxes hold one spare between them."""
+    jobs, policy = N1_CASES["two-jobs-share-one-spare"]
+    plan = make_plan(scenario(jobs, policy), explain=False)
+    owned = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
+    used = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
+               if p["acquisition"] == "buy")
+    for f in owned:
+        per = f["accelerators"] // f["systems"]
+        assert math.ceil(used / per) + 1 == f["systems"]
+
+
+def _plan_json(plan_cli, *args):
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--no-timings", *args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def test_explain_levels_add_what_they_promise(plan_cli):
+    none = _plan_json(plan_cli, "--explain", "none")
+    brief = _plan_json(plan_cli, "--explain", "brief")
+    full = _plan_json(plan_cli, "--explain", "full")
+    assert none["fleet"] == brief["fleet"] == full["fleet"]
+    assert none["total_cost_usd_per_year"] == full["total_cost_usd_per_year"]
+    assert none["explain"] == "none" and "alternatives" not in none and "explanations" not in none
+    assert none["jobs"][0]["why"] and none["summary"]  # reasons and checks need no re-solve
+    assert brief["explain"] == "brief" and brief["next_best"] is None
+    assert {a["basis"] for a in brief["alternatives"]} <= {"lp-bound", "reason"}
+    assert full["explain"] == "full" and full["next_best"]["cost_delta_usd_per_year"] > 0
+    milp = [a for a in full["alternatives"] if a["basis"] == "milp" and a["cost_delta_usd_per_year"] is not None]
+    assert milp, "the nearest accelerators are re-planned"
+    lp = {a["accelerator"]: a["cost_delta_usd_per_year"] for a in brief["alternatives"] if a["basis"] == "lp-bound"}
+    for a in milp:  # an LP bound never exceeds the re-planned cost
+        assert lp[a["accelerator"]] <= a["cost_delta_usd_per_year"] + 0.01
+
+
+def test_why_not_forces_every_job_that_can_run_there():
+    s = scenario([serve("chat", 300), serve("docs", 30, context=32768, precision="bf16")],
+                 {"accelerators": ["a100-80gb", "h100-sxm"], "acquisition": ["on-demand"]})
+    plan = make_plan(s, explain="full")
+    unused = [a for a in plan["alternatives"] if a["basis"] == "milp"]
+    assert unused, plan["alternatives"]
+    for a in unused:
+        assert "'chat', 'docs'" in a["reason"]  # both jobs moved
+        assert {f["accelerator"] for f in a["fleet"]} == {a["accelerator"]}
+
+
+def test_coverage_weight_never_enters_a_price():
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    s = s.model_copy(update={"budget": s.budget.model_copy(update={"mode": "max-coverage", "usd_per_year": 60000})})
+    plan = make_plan(s, explain="brief")
+    job = plan["jobs"][0]
+    assert job["unserved"], "the budget leaves users unserved"
+    row = next(e for e in plan["explanations"] if e["family"] == "demand")
+    assert row["shadow_price"] is None or abs(row["shadow_price"]) < 10_000  # dollars, not the 1e9 weight
+    assert "unserved" in row["message"]
+
+
+def test_highs_gives_the_same_plan_as_cbc(plan_cli):
+    pytest.importorskip("highspy")
+    cbc = _plan_json(plan_cli, "--explain", "none")
+    highs = _plan_json(plan_cli, "--explain", "none", "--solver", "highs")
+    assert highs["solver"]["name"] == "highs" and cbc["solver"]["name"].startswith("cbc")
+    assert highs["total_cost_usd_per_year"] == pytest.approx(cbc["total_cost_usd_per_year"], rel=2e-3)
+
+
+def test_highs_asked_for_but_absent_exits_2(plan_cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy raises ImportError
+    r = plan_cli(SCENARIOS / "bank.yaml", "--solver", "highs", "--explain", "none")
+    assert r.code == 2
+    assert "solver 'highs' is not installed" in r.err and 'pip install ".[highs]"' in r.err
