@@ -25,3 +25,20 @@ def test_unknown_provider_points_at_the_provider_list(plan_cli, tmp_path):
                     "jobs: [{name: a, stage: serve, model: llama-3.1-8b, concurrent_users: 5}]\n")
     res = plan_cli("validate", path)
     assert res.code == 2 and "`plan catalog providers`" in res.err
+
+
+def test_every_schema_field_has_a_description(plan_cli):
+    """The README promises every field in `plan schema`; a field without a description is a field a
+    user has to guess (nested models, jobs, inline offers and models included)."""
+    res = plan_cli("schema")
+    assert res.code == 0
+    schema = json.loads(res.out)
+    missing = []
+    for name, node in [("Scenario", schema), *schema["$defs"].items()]:
+        for key, prop in (node.get("properties") or {}).items():
+            if not str(prop.get("description", "")).strip():
+                missing.append(f"{name}.{key}")
+    assert not missing, f"{len(missing)} schema fields without a description: {', '.join(missing)}"
+    serve = schema["$defs"]["ServeJob"]["properties"]
+    assert serve["min_tokens_per_s_per_user"]["default"] == 10.0  # defaults come with the schema
+    assert "second" in serve["min_tokens_per_s_per_user"]["description"]  # and units with the description

@@ -31,9 +31,9 @@ ACQUISITIONS: tuple[str, ...] = ("buy", "on-demand", "reserved-1y", "reserved-3y
 class Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
-    source: str = Field(min_length=3)
-    as_of: dt.date
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", description="unique id: lower-case letters, digits, . and -")
+    source: str = Field(min_length=3, description="where the numbers come from: a URL, a document, a quote")
+    as_of: dt.date = Field(description="date the numbers were read, YYYY-MM-DD")
 
 
 class Accelerator(Row):
@@ -76,44 +76,51 @@ class System(Row):
 
 
 class Offer(Row):
-    system: str
-    acquisition: Acquisition
-    provider: str
-    region: str = "global"
+    system: str = Field(description="what one unit of the offer is: a system id from `plan catalog systems`")
+    acquisition: Acquisition = Field(description="buy, on-demand, reserved-1y, reserved-3y or spot")
+    provider: str = Field(description="who sells it (the names in `plan catalog providers`)")
+    region: str = Field("global", description="where the capacity sits, or global")
     price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
     purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
-    useful_life_years: Optional[float] = Field(default=None, ge=0.5, le=50)
-    max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000)
+    useful_life_years: Optional[float] = Field(default=None, ge=0.5, le=50, description=(
+        "depreciation life of a purchase, years (buy offers)"))
+    max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000, description=(
+        "most systems available (None: policy.max_systems_per_offer)"))
 
 
 class Model(Row):
-    name: str
-    family: str
-    params_b: float = Field(gt=0, le=1e6)
-    active_params_b: float = Field(gt=0, le=1e6)
-    layers: int = Field(ge=1, le=10_000)
-    hidden_size: int = Field(ge=1, le=1_000_000)
-    attention_heads: int = Field(ge=1, le=100_000)
-    kv_heads: int = Field(ge=1, le=100_000)
-    head_dim: int = Field(ge=1, le=100_000)
+    name: str = Field(description="display name")
+    family: str = Field(description="architecture family (llama, qwen2, deepseek-v3, gpt-oss, ...): it decides "
+                                    "which projections carry biases")
+    params_b: float = Field(gt=0, le=1e6, description=(
+        "total parameters, billions, as the model card states (checked against the architecture)"))
+    active_params_b: float = Field(gt=0, le=1e6, description=(
+        "parameters one token uses, billions (an MoE's active parameters; params_b for a dense model)"))
+    layers: int = Field(ge=1, le=10_000, description="transformer layers (config.json num_hidden_layers)")
+    hidden_size: int = Field(ge=1, le=1_000_000, description="model width (hidden_size)")
+    attention_heads: int = Field(ge=1, le=100_000, description="query heads (num_attention_heads)")
+    kv_heads: int = Field(ge=1, le=100_000, description="key/value heads (num_key_value_heads)")
+    head_dim: int = Field(ge=1, le=100_000, description="dimension of one attention head (head_dim)")
     ffn_size: int = Field(ge=1, le=10_000_000, description="dense MLP intermediate size")
-    vocab_size: int = Field(ge=1, le=100_000_000)
-    tied_embeddings: bool = False
-    attention: Literal["mha", "gqa", "mla"] = "gqa"
-    experts: int = Field(default=0, ge=0, le=100_000)
-    experts_per_token: int = Field(default=0, ge=0)
-    shared_experts: int = Field(default=0, ge=0)
-    moe_ffn_size: Optional[int] = Field(default=None, ge=1)
+    vocab_size: int = Field(ge=1, le=100_000_000, description="vocabulary size, tokens (vocab_size)")
+    tied_embeddings: bool = Field(False, description="the lm head reuses the input embedding (tie_word_embeddings)")
+    attention: Literal["mha", "gqa", "mla"] = Field("gqa", description=(
+        "mha, gqa, or mla (DeepSeek's latent attention, which needs the MLA ranks below)"))
+    experts: int = Field(default=0, ge=0, le=100_000, description="routed experts per MoE layer (0: a dense model)")
+    experts_per_token: int = Field(default=0, ge=0, description="routed experts each token uses (num_experts_per_tok)")
+    shared_experts: int = Field(default=0, ge=0, description="always-used shared experts per MoE layer")
+    moe_ffn_size: Optional[int] = Field(default=None, ge=1, description="MLP width of one expert")
     dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP in an MoE")
-    kv_lora_rank: Optional[int] = Field(default=None, ge=1)
-    q_lora_rank: Optional[int] = Field(default=None, ge=1)
-    rope_head_dim: Optional[int] = Field(default=None, ge=1)
-    qk_nope_head_dim: Optional[int] = Field(default=None, ge=1)
-    v_head_dim: Optional[int] = Field(default=None, ge=1)
+    kv_lora_rank: Optional[int] = Field(default=None, ge=1, description="MLA: rank of the compressed KV latent")
+    q_lora_rank: Optional[int] = Field(default=None, ge=1, description="MLA: query latent rank (None: full-rank)")
+    rope_head_dim: Optional[int] = Field(default=None, ge=1, description="MLA: rotary dims per head (qk_rope_head_dim)")
+    qk_nope_head_dim: Optional[int] = Field(default=None, ge=1, description="MLA: non-rotary dims per query/key head")
+    v_head_dim: Optional[int] = Field(default=None, ge=1, description="MLA: dims per value head (v_head_dim)")
     sliding_window: Optional[int] = Field(default=None, ge=1, description="tokens, local layers")
-    sliding_window_layers: int = Field(default=0, ge=0)
-    max_context_tokens: Optional[int] = Field(default=None, ge=1)
-    native_precision: str = "bf16"
+    sliding_window_layers: int = Field(default=0, ge=0, description="layers with sliding-window attention")
+    max_context_tokens: Optional[int] = Field(default=None, ge=1, description=(
+        "longest context the model supports, tokens (max_position_embeddings)"))
+    native_precision: str = Field("bf16", description="precision the weights are published in")
 
     @model_validator(mode="after")
     def _computable(self):

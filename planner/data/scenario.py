@@ -60,9 +60,10 @@ class Policy(Strict):
         default_factory=lambda: ["buy", "on-demand", "reserved-1y", "reserved-3y"],
         description="acquisition modes the plan may use")
     providers: Optional[list[str]] = Field(None, description="only these providers (None: any)")
-    exclude_providers: list[str] = Field(default_factory=list)
+    exclude_providers: list[str] = Field(default_factory=list, description=(
+        "providers never to use (names from `plan catalog providers`)"))
     accelerators: Optional[list[str]] = Field(None, description="only these accelerator ids (None: any)")
-    exclude_accelerators: list[str] = Field(default_factory=list)
+    exclude_accelerators: list[str] = Field(default_factory=list, description="accelerator ids never to use")
     stacks: Optional[list[Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]]] = Field(
         None, description="software stacks the team can run (None: any)")
     redundancy: Literal["none", "n+1"] = Field(
@@ -81,10 +82,11 @@ class Policy(Strict):
 
 
 class YearBudget(Strict):
-    year: int = Field(ge=1)
-    usd: Optional[float] = Field(None, ge=0, le=1e13)
-    capex_usd: Optional[float] = Field(None, ge=0, le=1e13)
-    opex_usd: Optional[float] = Field(None, ge=0, le=1e13)
+    year: int = Field(ge=1, description="the year of the horizon these caps apply to, from 1")
+    usd: Optional[float] = Field(None, ge=0, le=1e13, description="cap on that year's cost, USD")
+    capex_usd: Optional[float] = Field(None, ge=0, le=1e13, description="cap on that year's purchases, USD")
+    opex_usd: Optional[float] = Field(None, ge=0, le=1e13, description=(
+        "cap on that year's rentals, power, hosting and support, USD"))
 
 
 class Budget(Strict):
@@ -97,49 +99,55 @@ class Budget(Strict):
 
 
 class PriceOverride(Strict):
-    offer: str
-    price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6)
-    purchase_usd: Optional[float] = Field(None, gt=0, le=1e10)
-    useful_life_years: Optional[float] = Field(None, ge=0.5, le=50)
-    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000)
+    offer: str = Field(description="id of the catalog offer to change (see `plan catalog offers`)")
+    price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6, description="new price, USD per system-hour")
+    purchase_usd: Optional[float] = Field(None, gt=0, le=1e10, description="new purchase price, USD per system")
+    useful_life_years: Optional[float] = Field(None, ge=0.5, le=50, description="new useful life of a purchase, years")
+    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000, description=(
+        "new availability cap, systems (0: none available)"))
 
 
 class HardwareTrend(Strict):
     accelerator: str = Field("*", description="accelerator id, or '*' for every accelerator")
     price_decline_per_year: float = Field(0.0, ge=0, lt=1, description="fraction per year")
-    available_from_year: int = Field(1, ge=1)
+    available_from_year: int = Field(1, ge=1, description="first year of the horizon it can be bought or rented")
     resale_fraction: float = Field(0.0, ge=0, le=1, description="of purchase price at end of life")
 
 
 class Solver(Strict):
     name: Literal["cbc", "highs"] = Field("cbc", description=(
         "MILP solver: cbc (bundled, the default) or highs (optional: pip install \".[highs]\")"))
-    time_limit_s: float = Field(60, gt=0, le=3600)
+    time_limit_s: float = Field(60, gt=0, le=3600, description="solver time limit, seconds (--time-limit overrides)")
     gap: float = Field(0.001, ge=0, le=1, description="relative optimality gap accepted")
-    threads: int = Field(1, ge=1, le=64)
+    threads: int = Field(1, ge=1, le=64, description="solver threads")
 
 
 class JobBase(Strict):
-    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$")
-    model: str
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$",
+                      description="the job's name, unique in the scenario (letters, digits, space, _ . -)")
+    model: str = Field(description="model id from `plan catalog models` or from this file's models: list")
     priority: float = Field(1.0, gt=0, le=1e6, description="weight in max-coverage mode")
     growth_per_year: float = Field(0.0, ge=-0.9, le=10, description="demand growth per year, fraction")
     demand_multipliers: Optional[list[Positive]] = Field(None, description="per-year demand factors")
 
 
 class ServeJob(JobBase):
-    stage: Literal["serve"]
-    precision: ServePrecision = "bf16"
+    stage: Literal["serve"] = Field(description="serve: an LLM answering concurrent users")
+    precision: ServePrecision = Field("bf16", description="weight precision: bf16, fp8, int8, int4 or fp4")
     kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8, else bf16")
     context_tokens: int = Field(4096, ge=1, le=10_000_000, description="KV held per concurrent user")
     input_tokens: Optional[int] = Field(None, ge=1, description="prompt tokens per request that are not "
                                        "already cached (default: an eighth of the context, "
                                        "a chat turn with some retrieved text)")
-    output_tokens: int = Field(512, ge=1, le=1_000_000)
-    concurrent_users: int = Field(ge=1, le=100_000_000)
-    min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000)
-    max_ttft_s: Optional[float] = Field(None, gt=0, le=3600)
-    hours_per_day: float = Field(24.0, gt=0, le=24)
+    output_tokens: int = Field(512, ge=1, le=1_000_000, description="tokens generated per request")
+    concurrent_users: int = Field(ge=1, le=100_000_000, description=(
+        "users generating at the same time at the daily peak: the demand the fleet is sized for"))
+    min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000, description=(
+        "speed every user must see while generating, output tokens per second per user"))
+    max_ttft_s: Optional[float] = Field(None, gt=0, le=3600, description=(
+        "longest time to first token at full load, seconds (None: no limit)"))
+    hours_per_day: float = Field(24.0, gt=0, le=24, description=(
+        "hours per day the service runs, h; owned accelerators fine-tune in the other hours"))
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
     engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
         None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")
@@ -157,67 +165,76 @@ class ServeJob(JobBase):
 
 
 class FinetuneJob(JobBase):
-    stage: Literal["finetune"]
-    method: Literal["full", "lora", "qlora"] = "lora"
-    dataset_tokens: float = Field(ge=1, le=1e15)
-    epochs: float = Field(1.0, gt=0, le=1000)
-    runs_per_year: float = Field(1.0, gt=0, le=10_000)
-    max_hours_per_run: float = Field(72.0, gt=0, le=24 * 365)
-    sequence_tokens: int = Field(2048, ge=128, le=1_000_000)
-    lora_rank: int = Field(16, ge=1, le=4096)
+    stage: Literal["finetune"] = Field(description="finetune: adapt a model on your data, some runs per year")
+    method: Literal["full", "lora", "qlora"] = Field("lora", description=(
+        "full (every weight), lora (adapters on a bf16 base) or qlora (adapters on an NF4 base)"))
+    dataset_tokens: float = Field(ge=1, le=1e15, description="tokens in one epoch of the training set")
+    epochs: float = Field(1.0, gt=0, le=1000, description="passes over the dataset per run")
+    runs_per_year: float = Field(1.0, gt=0, le=10_000, description="fine-tune runs per year")
+    max_hours_per_run: float = Field(72.0, gt=0, le=24 * 365, description="deadline of one run, wall-clock hours")
+    sequence_tokens: int = Field(2048, ge=128, le=1_000_000, description="training sequence length, tokens")
+    lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the adapters (lora and qlora)")
 
 
 class PretrainJob(JobBase):
-    stage: Literal["pretrain"]
-    training_tokens: float = Field(ge=1, le=1e16)
-    max_days: float = Field(90.0, gt=0, le=3650)
-    runs_per_year: float = Field(1.0, gt=0, le=100)
-    precision: Literal["bf16", "fp8"] = "bf16"
-    sequence_tokens: int = Field(8192, ge=128, le=1_000_000)
+    stage: Literal["pretrain"] = Field(description="pretrain: train a model from scratch within a deadline")
+    training_tokens: float = Field(ge=1, le=1e16, description="tokens one run trains on")
+    max_days: float = Field(90.0, gt=0, le=3650, description="deadline of one run, days")
+    runs_per_year: float = Field(1.0, gt=0, le=100, description="pretraining runs per year")
+    precision: Literal["bf16", "fp8"] = Field("bf16", description="training compute precision: bf16 or fp8")
+    sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description="training sequence length, tokens")
 
 
 class RLJob(JobBase):
-    stage: Literal["rl"]
-    method: Literal["full", "lora"] = "full"
+    stage: Literal["rl"] = Field(description="rl: reinforcement learning, rollout replicas feeding trainers")
+    method: Literal["full", "lora"] = Field("full", description="the trainer updates every weight (full) or "
+                                                             "LoRA adapters (lora)")
     rollout_tokens_per_s: float = Field(gt=0, le=1e9, description="generated tokens per second, all rollouts")
-    rollout_context_tokens: int = Field(16384, ge=1, le=10_000_000)
-    min_tokens_per_s_per_rollout: float = Field(20.0, ge=0.1, le=100_000)
+    rollout_context_tokens: int = Field(16384, ge=1, le=10_000_000, description=(
+        "context of one rollout, prompt and generated tokens"))
+    min_tokens_per_s_per_rollout: float = Field(20.0, ge=0.1, le=100_000, description=(
+        "speed every rollout must generate at, tokens per second"))
     rollout_prompt_tokens: int = Field(2048, ge=1, le=10_000_000, description=(
         "longest prompt of a rollout in tokens; a rollout's prompt is a quarter of its context up to this"))
     trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description="sequence length of the trainer's steps, tokens")
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the trainer when method is lora")
-    precision: ServePrecision = "bf16"
+    precision: ServePrecision = Field("bf16", description="weight precision of the rollout replicas")
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
-    hours_per_day: float = Field(24.0, gt=0, le=24)
+    hours_per_day: float = Field(24.0, gt=0, le=24, description="hours per day the RL job runs, h")
 
 
 class EdgeJob(JobBase):
-    stage: Literal["edge"]
+    stage: Literal["edge"] = Field(description="edge: one copy of a model on each of many devices")
     devices: int = Field(1, ge=1, le=10_000_000, description="units to deploy, one model per unit")
-    device: Literal["robot", "desk", "phone", "any"] = "any"
-    precision: ServePrecision = "fp4"
-    context_tokens: int = Field(4096, ge=1, le=10_000_000)
-    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000)
-    max_power_w: Optional[float] = Field(None, gt=0, le=1e6)
+    device: Literal["robot", "desk", "phone", "any"] = Field("any", description=(
+        "device class the units must belong to: robot, desk, phone or any"))
+    precision: ServePrecision = Field("fp4", description="weight precision on the device")
+    context_tokens: int = Field(4096, ge=1, le=10_000_000, description="context held on the device, tokens")
+    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000, description=(
+        "speed each device must generate at, tokens per second"))
+    max_power_w: Optional[float] = Field(None, gt=0, le=1e6, description="power limit of one device, W (None: any)")
 
 
 Job = Annotated[Union[ServeJob, FinetuneJob, PretrainJob, RLJob, EdgeJob], Field(discriminator="stage")]
 
 
 class Scenario(Strict):
-    name: str = Field(min_length=1, max_length=120)
-    description: str = ""
-    horizon_years: int = Field(1, ge=1, le=20)
+    name: str = Field(min_length=1, max_length=120, description="the scenario's name, shown in plan headlines")
+    description: str = Field("", description="free text for readers of the file; the planner ignores it")
+    horizon_years: int = Field(1, ge=1, le=20, description=(
+        "years the plan covers; above 1 with demand growth, trends or yearly budgets the plan is multi-year"))
     catalog: Optional[str] = Field(None, description="a catalog folder or file overriding the bundled one")
-    site: Site = Field(default_factory=Site)
-    policy: Policy = Field(default_factory=Policy)
-    budget: Budget = Field(default_factory=Budget)
+    site: Site = Field(default_factory=Site, description="where owned hardware runs: power price, PUE, cooling")
+    policy: Policy = Field(default_factory=Policy, description=(
+        "what the plan may use: acquisition modes, providers, accelerators, stacks, redundancy"))
+    budget: Budget = Field(default_factory=Budget, description="caps on cost, USD per year or per year of the horizon")
     prices: list[PriceOverride] = Field(default_factory=list, description="override catalog offers by id")
     offers: list[Offer] = Field(default_factory=list, description="extra offers (quotes you hold)")
     models: list[Model] = Field(default_factory=list, description="models defined inline")
     trends: list[HardwareTrend] = Field(default_factory=list, description="multi-year price/availability")
-    solver: Solver = Field(default_factory=Solver)
-    jobs: list[Job] = Field(min_length=1)
+    solver: Solver = Field(default_factory=Solver, description="MILP solver settings: time limit, gap, threads")
+    jobs: list[Job] = Field(min_length=1, description=(
+        "the work to plan for, at least one job; its 'stage' is serve, finetune, pretrain, rl or edge"))
 
     @model_validator(mode="after")
     def _unique_names(self):
