@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import SCENARIOS
 
 
@@ -42,3 +44,49 @@ def test_every_schema_field_has_a_description(plan_cli):
     serve = schema["$defs"]["ServeJob"]["properties"]
     assert serve["min_tokens_per_s_per_user"]["default"] == 10.0  # defaults come with the schema
     assert "second" in serve["min_tokens_per_s_per_user"]["description"]  # and units with the description
+
+
+@pytest.mark.parametrize("template", ["serve", "finetune", "mixed", "budget"])
+def test_plan_init_writes_a_commented_template_that_validates_and_plans(plan_cli, tmp_path, template):
+    path = tmp_path / "scenario.yaml"
+    res = plan_cli("init", "--template", template, "-o", path)
+    assert res.code == 0, res.err
+    text = path.read_text()
+    assert text.startswith("# A starter scenario") and text.count("#") >= 8  # commented, line by line
+    assert plan_cli("validate", path).code == 0
+    planned = plan_cli(path, "--format", "json", "--no-timings", "--quiet")
+    assert planned.code == 0, planned.err
+    plan = json.loads(planned.out)
+    assert plan["status"] == "optimal"
+    assert plan.get("fleet") or plan.get("years"), plan
+
+
+def test_plan_init_prints_to_stdout_and_never_overwrites_without_force(plan_cli, tmp_path):
+    res = plan_cli("init")
+    assert res.code == 0 and "stage: serve" in res.out
+    path = tmp_path / "mine.yaml"
+    path.write_text("my own work\n")
+    refused = plan_cli("init", "-t", "finetune", "-o", path)
+    assert refused.code == 2 and "already exists" in refused.err and path.read_text() == "my own work\n"
+    assert plan_cli("init", "-t", "finetune", "-o", path, "--force").code == 0
+    assert "stage: finetune" in path.read_text()
+
+
+def test_own_quote_example_buys_the_quote_and_the_overridden_price(plan_cli):
+    """scenarios/own-quote.yaml: an offer under offers: (a reseller's quote, one in stock) and a
+    catalog price changed under prices: both reach the plan, each with where its price came from."""
+    res = plan_cli(SCENARIOS / "own-quote.yaml", "--format", "json", "--no-timings", "--quiet")
+    assert res.code == 0, res.err
+    fleet = {f["offer"]: f for f in json.loads(res.out)["fleet"]}
+    quote, oem = fleet["h200-nvl-x4-buy-acme"], fleet["h200-nvl-x4-buy-oem"]
+    assert quote["systems"] == 1 and quote["purchase_usd"] == 119_000 and "ACME-2026-114" in quote["price_source"]
+    assert oem["purchase_usd"] == 124_000 and "prices:" in oem["price_source"]  # not the list price of 143,000
+
+
+def test_own_model_example_plans_a_model_defined_inline(plan_cli):
+    """scenarios/own-model.yaml: a model the catalog lacks, defined from its config.json."""
+    res = plan_cli(SCENARIOS / "own-model.yaml", "--format", "json", "--no-timings", "--quiet")
+    assert res.code == 0, res.err
+    job = json.loads(res.out)["jobs"][0]
+    assert job["model"] == "qwen2.5-14b-instruct" and job["placements"] and job["cost_usd_per_year"] > 0
+    assert "params_b" not in res.err  # its stated size agrees with its architecture

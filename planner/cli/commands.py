@@ -16,6 +16,7 @@ import typer
 
 from planner.cli import tables
 from planner.cli.output import check_output, emit
+from planner.cli.starter import Template
 from planner.data.errors import InfeasibleError, InputError, PlannerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -117,6 +118,22 @@ def verify_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
     if not result.ok:
         raise PlanRejected(result.summary())
     typer.echo(f"{plan_json}: {result.summary()}")
+
+
+@app.command("init")
+def init_cmd(
+    template: Template = typer.Option(Template.serve, "--template", "-t", help="serve (an LLM for users), "
+                                      "finetune (monthly runs), mixed (serve by day, fine-tune at night on owned "
+                                      "systems) or budget (three years under a yearly budget)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the scenario to this file "
+                                                                      "(default: stdout)"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+):
+    """Write a commented starter scenario to edit, then plan with `plan validate` and `plan FILE`."""
+    from planner.cli.starter import template_text
+
+    check_output(output, force)
+    emit(template_text(template), output, force)
 
 
 @app.command("validate")
@@ -320,7 +337,7 @@ def compare_cmd(
     typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
 
 
-COMMANDS = {"run", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}
+COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}
 
 
 def _route(argv: list[str]) -> list[str]:

@@ -57,6 +57,7 @@ def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
     for p in s.prices:
         if p.offer in out.offers:
             changes = {k: v for k, v in p.model_dump(exclude={"offer"}).items() if v is not None}
+            changes["source"] = f"the scenario's prices: ({', '.join(changes)}) over {out.offers[p.offer].source}"
             out.offers[p.offer] = out.offers[p.offer].model_copy(update=changes)
     return out
 
