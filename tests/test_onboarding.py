@@ -90,3 +90,40 @@ def test_own_model_example_plans_a_model_defined_inline(plan_cli):
     job = json.loads(res.out)["jobs"][0]
     assert job["model"] == "qwen2.5-14b-instruct" and job["placements"] and job["cost_usd_per_year"] > 0
     assert "params_b" not in res.err  # its stated size agrees with its architecture
+
+
+def _scenario(tmp_path, policy: str, model: str = "llama-3.1-8b"):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: t\nsite: {{ownership: cloud}}\npolicy: {policy}\n"
+                    f"jobs: [{{name: a, stage: serve, model: {model}, concurrent_users: 20}}]\n")
+    return path
+
+
+def test_ids_with_capitals_are_read_as_the_catalog_ids_with_a_note(plan_cli, tmp_path):
+    path = _scenario(tmp_path, "{acquisition: [on-demand], accelerators: [H100-SXM], providers: [Lambda]}",
+                     model="Llama-3.1-8B")
+    res = plan_cli(path, "--format", "json", "--no-timings", "--quiet")
+    assert res.code == 0, res.err
+    notes = [line for line in res.err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 3, res.err  # one line each, said once though the scenario is read twice
+    assert "'Llama-3.1-8B' is read as 'llama-3.1-8b'" in res.err and "'H100-SXM' is read as 'h100-sxm'" in res.err
+    plan = json.loads(res.out)
+    assert plan["jobs"][0]["model"] == "llama-3.1-8b"
+    assert {f["accelerator"] for f in plan["fleet"]} == {"h100-sxm"} and {f["provider"] for f in plan["fleet"]} == {"lambda"}
+    assert plan_cli("validate", path).err.count("note:") == 3
+
+
+def test_an_allowed_acquisition_mode_without_any_offer_is_warned_about(plan_cli, tmp_path):
+    path = _scenario(tmp_path, "{acquisition: [buy, spot], providers: [oem]}")  # OEMs sell, never rent
+    res = plan_cli(path, "--quiet")
+    assert res.code == 0, res.err
+    warning = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "allows spot, but no offer sells spot" in warning[0], res.err
+    # modes left at the default are the catalog's business, not the user's choice: no warning
+    assert "warning" not in plan_cli("validate", _scenario(tmp_path, "{accelerators: [h100-sxm]}")).err
+
+
+def test_estimate_reads_ids_with_capitals_too(plan_cli):
+    res = plan_cli("estimate", "--model", "Llama-3.1-8B", "--accelerator", "H100-SXM", "--format", "json")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["model"] == "llama-3.1-8b" and "'H100-SXM' is read as 'h100-sxm'" in res.err

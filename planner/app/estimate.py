@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.data.catalog import load_catalog
+from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
+from planner.data.notes import note
 from planner.physics import arch, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
@@ -61,6 +63,11 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
 
 def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> dict:
     cat = load_catalog(*catalog_paths)
+    for flag, key, known in (("--model", "model", cat.models), ("--accelerator", "accelerator", cat.accelerators)):
+        canonical = by_case(getattr(req, key), known)
+        if canonical:
+            note(f"note: {flag} '{getattr(req, key)}' is read as '{canonical}' (ids are lower-case)")
+            setattr(req, key, canonical)
     problems = _check(req, cat)
     if problems:
         raise InputError(problems)

@@ -356,9 +356,10 @@ def _route(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     argv = _route(list(sys.argv[1:] if argv is None else argv))
     from planner.cli.signals import Interrupted, guarded
+    from planner.data.notes import listening
 
     try:
-        with guarded():
+        with guarded(), listening(lambda text: typer.echo(text, err=True)):
             code = app(args=argv, prog_name="plan", standalone_mode=False)
         if isinstance(code, int) and code:  # typer returns an Exit's code in non-standalone mode
             sys.exit(code)

@@ -6,9 +6,71 @@ once (exit 2) or returns the catalog with the scenario's own models, offers and 
 
 from __future__ import annotations
 
-from planner.data.catalog import Catalog, load_catalog
+from planner.data.catalog import ACQUISITIONS, Catalog, load_catalog
 from planner.data.errors import InputError, Problem, suggest
+from planner.data.notes import note
 from planner.data.scenario import Scenario
+
+
+def by_case(name: str, known) -> str | None:
+    """The id in `known` that `name` spells with other capitals (None: none, or `name` itself)."""
+    if name in known:
+        return None
+    lower = {k.lower(): k for k in known}
+    return lower.get(str(name).lower())
+
+
+def canonical_names(s: Scenario, cat: Catalog) -> None:
+    """Ids written with capitals ('H100-SXM', 'Llama-3.1-70B') are the catalog's lower-case ids: set
+    them so in the scenario (in place), with a note naming the id each is read as."""
+    models = {**cat.models, **{m.id: m for m in s.models}}
+    accelerators = cat.accelerators
+    providers = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
+    fields = [(f"jobs.{i}.model", job, "model", models) for i, job in enumerate(s.jobs)]
+    fields += [(f"trends.{i}.accelerator", t, "accelerator", accelerators) for i, t in enumerate(s.trends)]
+    fields += [(f"prices.{i}.offer", p, "offer", cat.offers) for i, p in enumerate(s.prices)]
+    for where, obj, key, known in fields:
+        canonical = by_case(getattr(obj, key), known)
+        if canonical:
+            note(f"note: {where} '{getattr(obj, key)}' is read as '{canonical}' (ids are lower-case)")
+            setattr(obj, key, canonical)
+    for i, offer in enumerate(s.offers):
+        canonical = by_case(offer.system, cat.systems)
+        if canonical:
+            note(f"note: offers.{i}.system '{offer.system}' is read as '{canonical}' (ids are lower-case)")
+            s.offers[i] = offer.model_copy(update={"system": canonical})
+    for key, known in (("accelerators", accelerators), ("exclude_accelerators", accelerators),
+                       ("providers", providers), ("exclude_providers", providers)):
+        names = getattr(s.policy, key)
+        for i, name in enumerate(names or ()):
+            canonical = by_case(name, known)
+            if canonical:
+                note(f"note: policy.{key} '{name}' is read as '{canonical}' (ids are lower-case)")
+                names[i] = canonical
+
+
+def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
+    """A warning for each acquisition mode the policy names that no offer sells for a system the
+    policy allows (its accelerator, provider and software stack): the mode cannot be used. The
+    default list (every mode the catalog may have) is not the user's choice and is not warned about."""
+    p = s.policy
+    if "acquisition" not in p.model_fields_set:
+        return
+    allowed = sorted(a.id for a in cat.accelerators.values()
+                     if (p.accelerators is None or a.id in p.accelerators) and a.id not in p.exclude_accelerators
+                     and (p.stacks is None or a.stack in p.stacks))
+    modes = set()
+    for o in cat.offers.values():
+        system = cat.systems.get(o.system)
+        if (system and system.accelerator in allowed and o.provider not in p.exclude_providers
+                and (p.providers is None or o.provider in p.providers)):
+            modes.add(o.acquisition)
+    for mode in p.acquisition:
+        if mode in ACQUISITIONS and mode not in modes:
+            which = ", ".join(allowed[:6]) + (f" and {len(allowed) - 6} more" if len(allowed) > 6 else "")
+            note(f"warning: policy.acquisition allows {mode}, but no offer sells {mode} for the allowed "
+                 f"accelerators ({which or 'none'}) and providers, so the plan cannot use it; remove it, or add "
+                 "your quote under offers: (see scenarios/own-quote.yaml)")
 
 
 def check_models(s: Scenario, cat: Catalog) -> list[Problem]:
@@ -68,6 +130,7 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     base = load_catalog(*paths)
     merged = Catalog(dict(base.accelerators), dict(base.systems), dict(base.offers), dict(base.models))
     merged.models.update({m.id: m for m in s.models})
+    canonical_names(s, merged)
     problems = []
     for check in (check_models, check_accelerators, check_providers, check_prices, check_inline_offers):
         problems += check(s, merged)
@@ -77,4 +140,5 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     problems = cat.check_references()
     if problems:
         raise InputError(problems)
+    note_unoffered_modes(s, cat)
     return cat
