@@ -15,6 +15,7 @@ from planner.explain.diagnosis import (
 )
 from planner.explain.narrative import explain_placements, explain_plan
 from planner.milp import fleet as model
+from planner.milp import prune
 from planner.milp import years as year_model
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
@@ -45,10 +46,21 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4)."""
     cat, opts = prepare(s, catalog_paths)
     fm = model.build(s, cat, opts)
+    bound = None
+    if fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
+        bound = prune.full_model_bound(fm)
+        fm = model.build(s, cat, opts, keep_pairs=bound.support)
     res = solve(fm, time_limit_s=time_limit_s)
-    if res.status == "infeasible":
+    if res.status == "infeasible" and not fm.pairs_pruned:
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
+    if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
+        fm, bound = model.build(s, cat, opts, prune=False), None
+        res = solve(fm, time_limit_s=time_limit_s)
+        if res.status == "infeasible":
+            raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
+    if bound is not None:
+        res = prune.against_full_model(res, bound, s.solver.gap)
     return cat, opts, fm, trimmed(fm, res)
 
 

@@ -46,6 +46,9 @@ class FleetModel(Registry):
     """demand -> [(option index, offer id)] the MILP instantiates (see shortlist.py)."""
     batch_pairs: dict = field(default_factory=dict)
     pairs_pruned: int = 0
+    keep_pairs: dict | None = None
+    """demand -> pairs a shortlist must keep (prune.py: those the full model's LP relaxation uses)."""
+    prune: bool = True
     cost_terms: dict = field(default_factory=dict)
     """component -> list of (coefficient, variable) making up the yearly cost."""
 
@@ -85,7 +88,7 @@ def define_pairs(fm: FleetModel) -> None:
                   for oid in _batch_offers(fm, fm.options.demands[dk], opt)]
              for dk, opts in sorted(fm.options.batch.items())}
     fm.serve_pairs, fm.batch_pairs, fm.pairs_pruned = shortlist.select(
-        fm.scenario, fm.catalog, fm.options, serve, batch)
+        fm.scenario, fm.catalog, fm.options, serve, batch, fm.keep_pairs, fm.prune)
 
 
 def define_owned_variables(fm: FleetModel) -> None:
@@ -371,10 +374,11 @@ FAMILIES = (
 
 
 def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
-          tight: bool = True) -> FleetModel:
-    """The fleet MILP for a scenario, its catalog and its options (see the module docstring)."""
+          tight: bool = True, prune: bool = True, keep_pairs: dict | None = None) -> FleetModel:
+    """The fleet MILP for a scenario, its catalog and its options (see the module docstring);
+    prune=False instantiates every pair (no shortlist), keep_pairs adds pairs to a shortlist."""
     fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet", pulp.LpMinimize), elastic=elastic,
-                    tight=tight)
+                    tight=tight, prune=prune, keep_pairs=keep_pairs)
     for define in FAMILIES:
         define(fm)
     return fm

@@ -11,7 +11,9 @@ Each pair is priced as if it met its whole demand alone (`pair_cost`, USD per ye
 Exact reduction, always: a batch demand's rented runs share nothing with other demands (no
 capacity, caps apply per run), so only its cheapest rented pair can be chosen; the rest are dropped.
 
-Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds):
+Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds); a
+plan built on a shortlist is never called optimal unless the full model's bound proves it
+(milp/prune.py adds the pairs the full model's LP relaxation uses and measures the gap against it):
 per serving demand keep the cheapest pair of each acquisition mode, the cheapest rental with no
 availability cap (so caps cannot make the shortlist infeasible), then the cheapest others while they
 cost at most (1 + MARGIN) x the best, up to KEEP pairs. Owned offers kept by any serving demand
@@ -64,19 +66,32 @@ def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
     return systems * run_h * o.price_usd_per_hour * d.runs_per_year
 
 
-def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str, list[Pair]]
+def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str, list[Pair]],
+           keep: dict[str, set[Pair]] | None = None, prune: bool = True
            ) -> tuple[dict[str, list[Pair]], dict[str, list[Pair]], int]:
-    """The pairs the MILP instantiates, and how many candidates were left out by the heuristic."""
+    """The pairs the MILP instantiates, and how many candidates were left out by the heuristic
+    (prune=False: none; keep: pairs the shortlist keeps whatever their rank)."""
     owned = {oid: costs.is_owned(o) for oid, o in opts.offers.items()}
     batch = {dk: _cheapest_rental_only(s, cat, opts, dk, pairs, owned) for dk, pairs in batch.items()}
     total = sum(map(len, serve.values())) + sum(map(len, batch.values()))
-    if total <= PRUNE_ABOVE:
+    if total <= PRUNE_ABOVE or not prune:
         return serve, batch, 0
-    kept_serve = {dk: _shortlist_serve(s, cat, opts, dk, pairs, owned) for dk, pairs in serve.items()}
+    keep = keep or {}
+    kept_serve = {dk: _with(_shortlist_serve(s, cat, opts, dk, pairs, owned), pairs, keep.get(dk))
+                  for dk, pairs in serve.items()}
     pool = {oid for pairs in kept_serve.values() for _, oid in pairs if owned[oid]}
-    kept_batch = {dk: _shortlist_batch(s, cat, opts, dk, pairs, owned, pool) for dk, pairs in batch.items()}
+    kept_batch = {dk: _with(_shortlist_batch(s, cat, opts, dk, pairs, owned, pool), pairs, keep.get(dk))
+                  for dk, pairs in batch.items()}
     kept = sum(map(len, kept_serve.values())) + sum(map(len, kept_batch.values()))
     return kept_serve, kept_batch, total - kept
+
+
+def _with(kept: list[Pair], pairs: list[Pair], extra: set[Pair] | None) -> list[Pair]:
+    """The shortlist plus the candidate pairs in `extra`, in the candidates' order."""
+    if not extra:
+        return kept
+    mine = set(kept) | (set(pairs) & extra)
+    return [p for p in pairs if p in mine]
 
 
 def _ranked(s, cat, opts, dk, pairs):

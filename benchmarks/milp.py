@@ -1,0 +1,136 @@
+"""The MILP core against issue 11's targets, on this machine; prints one line per run.
+
+    python benchmarks/milp.py [--only shipped|nplus1|large|bank] [--repeat 3]
+
+shipped  every shipped scenario with N+1 switched on where it is off: status, gap, seconds
+nplus1   5, 10, 15 and 20 generated jobs (serving and LoRA), buy only, CUDA only, N+1: the whole
+         command (`plan X.yaml`, explanations full) wall time, status and gap
+large    60 and 200 generated jobs (7B-120B serving and LoRA, every acquisition mode) with
+         --explain none: wall time, status, the gap the plan reports and pairs left out
+bank     `plan scenarios/bank.yaml` (explanations full) against `python -c "import pandas, pulp,
+         pydantic, typer"`, interleaved, best of --repeat
+Every plan is planned by the installed `plan` command in a fresh process, as a user would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE = ["llama-3.1-8b", "qwen3-8b", "gpt-oss-20b", "mistral-small-24b", "gemma-3-27b", "qwen3-32b",
+         "llama-3.1-70b", "gpt-oss-120b"]
+TUNE = ["llama-3.1-8b", "qwen3-8b", "mistral-small-24b", "qwen3-32b"]
+
+
+def jobs(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed * 1000 + n)
+    out = []
+    for k in range(n):
+        if rng.random() < 0.75:
+            ctx = rng.choice([4096, 8192, 32768])
+            out.append({"name": f"job-{k:03d}", "stage": "serve", "model": rng.choice(SERVE),
+                        "precision": rng.choice(["bf16", "fp8", "fp8"]), "context_tokens": ctx,
+                        "input_tokens": ctx // 8, "output_tokens": 512,
+                        "concurrent_users": rng.choice([10, 30, 100, 300, 1000]),
+                        "min_tokens_per_s_per_user": rng.choice([10, 20, 30]),
+                        "hours_per_day": rng.choice([24, 24, 12])})
+        else:
+            out.append({"name": f"job-{k:03d}", "stage": "finetune", "model": rng.choice(TUNE),
+                        "method": "lora", "dataset_tokens": rng.choice([1e7, 1e8]),
+                        "runs_per_year": rng.choice([4, 12, 52]), "max_hours_per_run": 48})
+    return out
+
+
+def run_plan(path: Path, *args: str) -> tuple[float, dict | None, int]:
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "planner", str(path), "--format", "json", "--quiet", *args],
+                       capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    plan = json.loads(r.stdout) if r.returncode in (0,) and r.stdout.strip().startswith("{") else None
+    return wall, plan, r.returncode
+
+
+def line(label: str, wall: float, plan: dict | None, code: int) -> None:
+    if plan is None:
+        print(f"{label:<34} {wall:7.2f} s  exit {code}", flush=True)
+        return
+    s = plan["solver"]
+    gap = "-" if s.get("gap") is None else f"{s['gap']:.2%}"
+    print(f"{label:<34} {wall:7.2f} s  {plan['status']:<9} gap {gap:<7} ${plan['total_cost_usd_per_year']:>14,.0f}/yr"
+          f"  vars {s['variables']:>6}  pruned {s.get('pairs_pruned', 0)}", flush=True)
+
+
+def write(tmp: Path, name: str, body: dict) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def shipped(tmp: Path) -> None:
+    for src in sorted((ROOT / "scenarios").glob("*.yaml")):
+        text = src.read_text().replace("redundancy: none", "redundancy: n+1")
+        body = yaml.safe_load(text)
+        body.setdefault("policy", {})["redundancy"] = "n+1"
+        if body.get("catalog"):
+            body["catalog"] = str((src.parent / body["catalog"]).resolve())
+        path = write(tmp, f"n1-{src.stem}", body)
+        line(f"shipped {src.stem} (N+1)", *run_plan(path, "--explain", "none"))
+
+
+def nplus1(tmp: Path, seed: int) -> None:
+    for n in (5, 10, 15, 20):
+        body = {"name": f"nplus1-{n}", "site": {"kind": "datacenter"},
+                "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"},
+                "solver": {"time_limit_s": 60}, "jobs": jobs(n, seed)}
+        line(f"{n} jobs, buy only, N+1 (full)", *run_plan(write(tmp, f"nplus1-{n}", body)))
+
+
+def large(tmp: Path, seed: int) -> None:
+    for n in (60, 200):
+        body = {"name": f"large-{n}", "site": {"kind": "datacenter"},
+                "policy": {"acquisition": ["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]},
+                "solver": {"time_limit_s": 60, "gap": 0.01}, "jobs": jobs(n, seed)}
+        line(f"{n} jobs, every mode (none)", *run_plan(write(tmp, f"large-{n}", body), "--explain", "none"))
+
+
+def bank(repeat: int) -> None:
+    imports, plans = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import pandas, pulp, pydantic, typer"], check=True)
+        imports.append(time.perf_counter() - t)
+        plans.append(run_plan(ROOT / "scenarios" / "bank.yaml")[0])
+    print(f"{'bank.yaml whole command (full)':<34} {min(plans):7.2f} s  imports {min(imports):.2f} s  "
+          f"ratio {min(plans) / min(imports):.2f}x (target <= 2x)", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=["shipped", "nplus1", "large", "bank"])
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        if a.only in (None, "bank"):
+            bank(a.repeat)
+        if a.only in (None, "shipped"):
+            shipped(tmp)
+        if a.only in (None, "nplus1"):
+            nplus1(tmp, a.seed)
+        if a.only in (None, "large"):
+            large(tmp, a.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
