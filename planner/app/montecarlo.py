@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.app.sweep import apply_setting, check_path, label
+from planner.app.sweep import apply_setting, check_path, label, parse_variant
 from planner.data.errors import InputError, Problem
 from planner.data.scenario import Scenario, parse_scenario
 from planner.data.yamlio import load_yaml, read_text
@@ -120,10 +120,7 @@ def samples(path: str | Path, varies: list[str], n: int, seed: int = 0) -> list[
             value = v.draw(rng, _get(data, concrete))
             apply_setting(variant, concrete, value)
             settings[concrete] = value
-        s = parse_scenario(variant, {}, f"{path} sample {k} ({label(settings)})")
-        if s.catalog and not Path(s.catalog).is_absolute():
-            s.catalog = str((path.parent / s.catalog).resolve())
-        out.append((settings, s))
+        out.append((settings, parse_variant(variant, f"{path} sample {k} ({label(settings)})", path)))
     return out
 
 

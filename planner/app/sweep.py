@@ -3,7 +3,9 @@
 `--set PATH=V1,V2,...` names a dotted path into the scenario file's mapping (list items by index:
 jobs.0.concurrent_users, budget.usd_per_year, site.power_usd_per_kwh) and the values to try; several
 --set give their cartesian product, first --set slowest. Every path is checked against the scenario
-schema ("did you mean") and every variant is validated before anything is solved (exit 2).
+schema ("did you mean") and every variant is validated before anything is solved. A variant that
+fails on its own (a value out of range, a setting the catalog cannot meet, an error while solving)
+is reported in its row and the others go on; a scenario whose every variant is bad input is exit 2.
 Values are read as YAML scalars, and 1e6-style numbers as numbers; a value holding commas goes in
 brackets ([buy, on-demand]).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import copy
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -21,6 +24,7 @@ from pydantic import BaseModel
 from planner.data.errors import (
     InfeasibleError,
     InputError,
+    PlannerError,
     Problem,
     SolverError,
     suggest,
@@ -143,8 +147,30 @@ def label(settings: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
-def variants(path: str | Path, sets: list[str]) -> list[tuple[dict, Scenario]]:
-    """Every combination of the --set values, each a validated Scenario."""
+@dataclass(frozen=True)
+class BadVariant:
+    """A variant whose input is wrong (exit 2 on its own): its row says why; the others are solved."""
+
+    error: InputError
+
+    @property
+    def message(self) -> str:
+        return self.error.render()
+
+
+def parse_variant(variant: dict, where: str, path: Path) -> Scenario | BadVariant:
+    """One variant's mapping as a Scenario (its catalog: key relative to the swept file), or why not."""
+    try:
+        s = parse_scenario(variant, {}, where)
+    except InputError as exc:
+        return BadVariant(exc)
+    if s.catalog and not Path(s.catalog).is_absolute():
+        s.catalog = str((path.parent / s.catalog).resolve())
+    return s
+
+
+def variants(path: str | Path, sets: list[str]) -> list[tuple[dict, Scenario | BadVariant]]:
+    """Every combination of the --set values, each a validated Scenario (or why it is not one)."""
     path = Path(path)
     data, lines = load_yaml(read_text(path), str(path))
     parsed = parse_sets(sets)
@@ -164,26 +190,29 @@ def variants(path: str | Path, sets: list[str]) -> list[tuple[dict, Scenario]]:
         variant = copy.deepcopy(data)
         for p, v in settings.items():
             apply_setting(variant, p, v)
-        s = parse_scenario(variant, {}, f"{path} with {label(settings)}")
-        if s.catalog and not Path(s.catalog).is_absolute():
-            s.catalog = str((path.parent / s.catalog).resolve())
-        out.append((settings, s))
+        out.append((settings, parse_variant(variant, f"{path} with {label(settings)}", path)))
     return out
 
 
-def validate(items: list[tuple[dict, Scenario]], catalog_paths: tuple[str, ...] = ()) -> None:
-    """Catalog references and per-year settings of every variant, before any solve (exit 2)."""
+def validate(items: list[tuple[dict, Scenario | BadVariant]], catalog_paths: tuple[str, ...] = ()) -> list:
+    """Catalog references and per-year settings of every variant, before any solve: the items with
+    each variant that fails them a BadVariant; exit 2 (the first variant's problems) when all do."""
     from planner.data.consistency import resolve
     from planner.data.years import check_multiyear
 
+    out = []
     for settings, s in items:
-        try:
-            resolve(s, catalog_paths)
-            if s.multi_year:
-                check_multiyear(s)
-        except InputError as exc:
-            exc.source = f"variant {label(settings)}"
-            raise InputError(exc.problems, source=exc.source)
+        if not isinstance(s, BadVariant):
+            try:
+                resolve(s, catalog_paths)
+                if s.multi_year:
+                    check_multiyear(s)
+            except InputError as exc:
+                s = BadVariant(InputError(exc.problems, source=f"variant {label(settings)}"))
+        out.append((settings, s))
+    if out and all(isinstance(s, BadVariant) for _, s in out):
+        raise out[0][1].error
+    return out
 
 
 def run(items, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None, progress=None) -> list[dict]:
@@ -204,11 +233,19 @@ def solve_entry(n: int, settings: dict, s: Scenario, catalog_paths: tuple[str, .
     """One variant's entry and its wall seconds (planner.app.parallel runs this in worker processes)."""
     start = time.perf_counter()
     try:
+        if isinstance(s, BadVariant):
+            raise s.error
         summary = summarise(solve_variant(s, catalog_paths, time_limit_s))
     except InfeasibleError as exc:
         summary = {"status": "infeasible", "diagnosis": exc.diagnosis.summary}
     except SolverError as exc:
         summary = {"status": "solver-failed", "diagnosis": str(exc)}
+    except InputError as exc:
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        summary = {"status": "bad-input", "diagnosis": exc.render(), "problem": exc.problems[0].message + more}
+    except Exception as exc:  # a bug shown in this variant's row: the other variants still count
+        what = str(exc) if isinstance(exc, PlannerError) else f"internal error: {type(exc).__name__}: {exc}"
+        summary = {"status": "error", "diagnosis": what, "problem": what.splitlines()[0] if what else "error"}
     return {"variant": n, "settings": settings, "summary": summary}, time.perf_counter() - start
 
 
@@ -264,15 +301,25 @@ def rows(entries: list[dict]) -> list[dict]:
         out.append({"#": e["variant"], **{k: v for k, v in e["settings"].items()}, "status": s["status"],
                     "$/year": s.get("total_cost_usd_per_year"), "NPV $": s.get("npv_usd"),
                     "fleet": fleet_text(s.get("fleet", [])), "unmet": unmet_text(s.get("unserved", {})),
-                    "$/Mtok": s.get("usd_per_million_tokens")})
+                    "$/Mtok": s.get("usd_per_million_tokens"), "problem": problem_text(s)})
     return out
+
+
+FAILED = ("bad-input", "error")
+"""Statuses of a variant that failed on its own (exit 2 or 1 had it been planned alone)."""
+
+
+def problem_text(summary: dict) -> str | None:
+    """Why a failed variant has no plan, in one line (the whole message is its JSON diagnosis)."""
+    return summary["problem"][:160] if summary["status"] in FAILED else None
 
 
 def columns(entries: list[dict]) -> list[str]:
     cols = ["#", *entries[0]["settings"], "status", "$/year"]
     if any(e["summary"].get("npv_usd") is not None for e in entries):
         cols.append("NPV $")
-    return cols + ["fleet", "unmet", "$/Mtok"]
+    cols += ["fleet", "unmet", "$/Mtok"]
+    return cols + ["problem"] if any(e["summary"]["status"] in FAILED for e in entries) else cols
 
 
 def closing_note(entries: list[dict], wall_s: float) -> str:

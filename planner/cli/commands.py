@@ -309,7 +309,7 @@ def sweep_cmd(
     and compare the plans."""
     from planner.cli.sweeping import SweepRequest, run_sweep
 
-    check_output(output, force)
+    check_output(output, force, (scenario, *(catalog or ())))  # never over the swept scenario
     run_sweep(SweepRequest(scenario, list(sets or ()), fmt.value, tuple(str(c) for c in catalog or ()), time_limit,
                            workers, backend, address, samples, list(vary or ()), seed, quiet),
               write=lambda text: emit(text, output, force))

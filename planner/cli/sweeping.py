@@ -53,7 +53,7 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
         items = montecarlo.samples(req.scenario, req.vary, req.samples or 100, req.seed)
     else:
         items = sweep.variants(req.scenario, req.sets)
-    sweep.validate(items, req.catalog_paths)
+    items = sweep.validate(items, req.catalog_paths)
     start = time.perf_counter()
     with progress(items, req.quiet) as note:
         entries = parallel.run(items, req.catalog_paths, req.time_limit_s, progress=note, workers=req.workers,
@@ -74,6 +74,11 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
     write(text)
     if req.fmt in ("json", "html") and not req.quiet:
         typer.echo(closing, err=True)
+    failed = [e for e in entries if e["summary"]["status"] in sweep.FAILED]
+    if failed:
+        typer.echo(f"warning: {len(failed)} of {len(entries)} variants failed on their own (variant "
+                   f"{', '.join(str(e['variant']) for e in failed[:10])}{', ...' if len(failed) > 10 else ''}); "
+                   "the problem column (JSON: diagnosis) says why", err=True)
     if not any(e["summary"]["status"] in ("optimal", "feasible") for e in entries):
         raise InfeasibleError(Diagnosis("no variant of the sweep has a plan; see the status column"))
     return entries
