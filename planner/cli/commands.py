@@ -15,6 +15,7 @@ from typing import List, Optional
 import typer
 
 from planner.cli import tables
+from planner.cli.listing import CatalogOpt, catalog_app
 from planner.cli.output import check_output, emit
 from planner.cli.starter import Template
 from planner.data.errors import InfeasibleError, InputError, PlannerError
@@ -23,7 +24,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   pretty_exceptions_enable=False,
                   help="Plan the cheapest AI hardware fleet (buy or rent) for your jobs, and say why.\n\n"
                        "plan SCENARIO.yaml is short for plan run SCENARIO.yaml.")
-catalog_app = typer.Typer(no_args_is_help=True, help="List what the catalog knows, with sources.")
 
 
 def _version(value: bool) -> None:
@@ -58,16 +58,6 @@ class Format(str, Enum):
     json = "json"
     markdown = "markdown"
     html = "html"
-
-
-class TableFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-CatalogOpt = typer.Option(None, "--catalog", help="a catalog folder or file overriding the bundled one "
-                                                 "(repeatable; later ones win)")
 
 
 @app.command("run")
@@ -185,65 +175,6 @@ def schema_cmd(
 
     schema = plan_json_schema() if plan else Scenario.model_json_schema()
     typer.echo(json.dumps(schema, indent=2, sort_keys=True))
-
-
-CATALOG_COLUMNS = {
-    "accelerators": ["id", "vendor", "memory_gb", "mem_bw_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-                     "tdp_w", "scaleup_kind", "scaleup_domain", "stack", "as_of"],
-    "systems": ["id", "accelerator", "accelerators", "scaleup_domain", "power_kw", "cooling", "kind", "as_of"],
-    "offers": ["id", "system", "acquisition", "provider", "price_usd_per_hour", "purchase_usd",
-               "useful_life_years", "max_systems", "as_of"],
-    "models": ["id", "params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
-               "head_dim", "experts", "experts_per_token", "attention", "as_of"],
-}
-
-
-def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]]):
-    from planner.data.catalog import load_catalog
-
-    cat = load_catalog(*(str(c) for c in catalog or ()))
-    rows = [r.model_dump(mode="json") for r in cat.table(kind).values()]
-    rows.sort(key=lambda r: r["id"])
-    _print_rows(rows, fmt, CATALOG_COLUMNS[kind], f"{len(rows)} {kind}; every row has a source (see --format json).")
-
-
-def _print_rows(rows: list[dict], fmt: TableFormat, columns: Optional[list[str]], footer: str) -> None:
-    if fmt == TableFormat.json:
-        typer.echo(tables.to_json(rows), nl=False)
-    elif fmt == TableFormat.csv:
-        import pandas as pd
-
-        from planner.cli.output import csv_safe
-
-        typer.echo(pd.DataFrame(csv_safe(rows)).to_csv(index=False), nl=False)
-    else:
-        typer.echo(tables.table(rows, columns))
-        typer.echo("\n" + footer)
-
-
-def _make_catalog_command(kind: str):
-    def command(fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f"),
-                catalog: Optional[List[Path]] = CatalogOpt):
-        _catalog_listing(kind, fmt, catalog)
-
-    command.__doc__ = f"List the catalog's {kind}."
-    catalog_app.command(kind)(command)
-
-
-for _kind in CATALOG_COLUMNS:
-    _make_catalog_command(_kind)
-
-
-@catalog_app.command("providers")
-def providers_cmd(fmt: TableFormat = typer.Option(TableFormat.table, "--format", "-f"),
-                  catalog: Optional[List[Path]] = CatalogOpt):
-    """List the providers: tier (where the catalog has one), regions, offers and acquisition modes."""
-    from planner.cli.listing import provider_rows
-    from planner.data.catalog import load_catalog
-
-    rows = provider_rows(load_catalog(*(str(c) for c in catalog or ())))
-    _print_rows(rows, fmt, None, f"{len(rows)} providers: the names policy.providers and exclude_providers "
-                                 "take (their prices: plan catalog offers).")
 
 
 @app.command("estimate")
