@@ -49,10 +49,11 @@ def plan_cli(capsys):
 
 @lru_cache(maxsize=None)
 def shipped_plan(name: str, explain: bool = True):
-    """(scenario, plan) for a shipped scenario, planned once per test process (each xdist worker
-    keeps its own cache); tests that change a plan deep-copy it first."""
-    from planner.app.planning import make_plan
+    """(scenario, plan) for a shipped scenario, planned (single-period or multi-year) and verified
+    once per test process (each xdist worker keeps its own cache); tests that change a plan
+    deep-copy it first. An infeasible scenario raises InfeasibleError (not cached)."""
+    from planner.app.pipeline import plan_scenario
     from planner.data.scenario import load_scenario
 
     s = load_scenario(SCENARIOS / name)
-    return s, make_plan(s, explain=explain)
+    return s, plan_scenario(s, explain="full" if explain is True else explain)

@@ -9,7 +9,7 @@ import functools
 import json
 
 import pytest
-from conftest import SCENARIOS
+from conftest import SCENARIOS, shipped_plan
 from pydantic import ValidationError
 
 from planner.data.errors import InfeasibleError, VerificationError
@@ -22,11 +22,9 @@ EXPLANATION_KEYS = ("summary", "explanations", "alternatives", "next_best")
 
 @functools.cache
 def _planned(name: str) -> str:
-    """The plan's JSON text ("" when infeasible), planned once per test session."""
-    from planner.app.pipeline import plan_file
-
+    """The plan's JSON text ("" when infeasible), planned once per test session (conftest)."""
     try:
-        return json.dumps(plan_file(SCENARIOS / name), sort_keys=True)
+        return json.dumps(shipped_plan(name)[1], sort_keys=True)
     except InfeasibleError:
         return ""
 
