@@ -58,7 +58,7 @@ def test_fixed_tp_and_batch(plan_cli):
 
 def test_not_fitting_is_a_normal_answer(plan_cli):
     out = est(plan_cli, "--model", "llama-3.1-405b", "--accelerator", "rtx-4090")
-    assert out["fits"] is False and "GB" in out["reason"]
+    assert out["fits"] is False and "GiB" in out["reason"]  # memory in the catalog label's unit
 
 
 def test_finetune_contract_and_seed_fact(plan_cli):

@@ -113,9 +113,9 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
 
 
 def _not_fitting(m, acc, wl, count) -> dict:
-    need = arch.weight_bytes(m, wl.precision) / 1e9
-    return {"fits": False, "reason": f"{m.id} at {wl.precision} needs {need:.1f} GB of weights; "
-                                     f"{count}x {acc.id} ({acc.memory_gb:g} GB each) cannot hold it with a KV cache",
+    need = serving.gib(arch.weight_bytes(m, wl.precision))
+    return {"fits": False, "reason": f"{m.id} at {wl.precision} needs {need:.1f} GiB of weights; "
+                                     f"{count}x {acc.id} ({acc.memory_gb:g} GiB each) cannot hold it with a KV cache",
             "memory_gb_capacity": acc.memory_gb, "tensor_parallel": None, "pipeline_parallel": None,
             "replicas": 0, "batch": 0, "tpot_ms": None, "ttft_ms": None, "ttft_ms_alone": None,
             "tokens_per_s_per_user": None,

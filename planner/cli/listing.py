@@ -42,7 +42,11 @@ def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]])
     cat = load_catalog(*(str(c) for c in catalog or ()))
     rows = [r.model_dump(mode="json") for r in cat.table(kind).values()]
     rows.sort(key=lambda r: r["id"])
-    _print_rows(rows, fmt, CATALOG_COLUMNS[kind], f"{len(rows)} {kind}; every row has a source (see --format json).")
+    footer = f"{len(rows)} {kind}; every row has a source (see --format json)."
+    if kind == "accelerators":
+        footer += ("\nmemory_gb as vendors label it: binary GB (GiB, 2^30 bytes, as nvidia-smi shows); plans, "
+                   "estimates and explanations state memory in the same unit.")
+    _print_rows(rows, fmt, CATALOG_COLUMNS[kind], footer)
 
 
 def _print_rows(rows: list[dict], fmt: TableFormat, columns: Optional[list[str]], footer: str) -> None:

@@ -16,8 +16,8 @@ PLACEMENT_COLUMNS = ["replicas", "accelerator", "acquisition", "accelerators_per
                      "memory_gb_per_accelerator", "memory_gb_capacity", "binding"]
 PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "TP", "pipeline_parallel": "PP",
                      "users_per_replica": "users/rep", "tokens_per_s_per_user": "tok/s/user",
-                     "hours_per_run": "h/run", "memory_gb_per_accelerator": "mem GB",
-                     "memory_gb_capacity": "of GB"}
+                     "hours_per_run": "h/run", "memory_gb_per_accelerator": "mem GiB",
+                     "memory_gb_capacity": "of GiB"}
 
 
 ALTERNATIVE_COLUMNS = ["accelerator", "status", "cost_delta_usd_per_year", "reason"]

@@ -70,13 +70,14 @@ class Placement(Part):
     ttft_s: float | None = Field(description="seconds to the first token; null unless serving")
     hours_per_run: float | None = Field(description="hours per training run (spot restarts included); null "
                                                        "unless training")
-    memory_gb_per_accelerator: float = Field(description="GB of memory used per accelerator")
-    memory_gb_capacity: float = Field(description="GB of usable memory per accelerator")
+    memory_gb_per_accelerator: float = Field(description="memory used per accelerator, GiB (2^30 bytes: the "
+                                                         "unit of vendors' memory labels and the catalog's memory_gb)")
+    memory_gb_capacity: float = Field(description="memory per accelerator, GiB: the catalog's memory_gb (an H200: 141)")
     binding: str = Field(description="the resource that limits the configuration: compute, bandwidth, memory, "
                                      "batch-cap, deadline, overhead, ...")
     regime: str = Field(description="the roofline regime: compute, bandwidth, capacity, overhead, ...")
-    weights_gb: float = absent("GB of weights per accelerator (serving only)")
-    kv_gb: float = absent("GB of KV cache per accelerator at the planned batch (serving only)")
+    weights_gb: float = absent("weights per accelerator, GiB (serving only)")
+    kv_gb: float = absent("KV cache per accelerator at the planned batch, GiB (serving only)")
     users_served: int = absent("concurrent users (or rollouts) this placement serves (serving only)")
     share_of_runs: float = absent("fraction of the job's runs done here, 0..1 (training only)")
     runs_per_year: float = absent("runs per year done here (training only)")

@@ -43,18 +43,18 @@ def placement_reason(p: dict, job) -> str:
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
         return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
-                f"PP{p['pipeline_parallel']}): {weights:,.1f} GB weights + {kv:,.1f} GB KV = {used:,.1f} of "
-                f"{cap:,.1f} usable GB; {binds} at {p['users_per_replica']:,} users per replica: "
+                f"PP{p['pipeline_parallel']}): {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
+                f"{cap:,.1f} GiB; {binds} at {p['users_per_replica']:,} users per replica: "
                 f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
                 f" ({p['regime']}-bound){ttft}{limit}")
     if p.get("hours_per_run") is not None:
         deadline = getattr(job, "max_hours_per_run", None) or (getattr(job, "max_days", 0) * 24) or None
         limit = f" against a {deadline:,g} h limit" if deadline else ""
         return (f"{n}x {p['accelerator']} ({p['acquisition']}): {p['memory_gb_per_accelerator']:.1f} of "
-                f"{p['memory_gb_capacity']:.0f} GB per accelerator, {p['hours_per_run']:,.1f} h per run{limit}; "
+                f"{p['memory_gb_capacity']:.0f} GiB per accelerator, {p['hours_per_run']:,.1f} h per run{limit}; "
                 f"{p['binding']} binds")
     return (f"{p['replicas']:,}x {p['accelerator']}: {p['memory_gb_per_accelerator']:.1f} of "
-            f"{p['memory_gb_capacity']:.0f} GB, {p['tokens_per_s_per_user']:.1f} tok/s per device; {p['binding']} binds")
+            f"{p['memory_gb_capacity']:.0f} GiB, {p['tokens_per_s_per_user']:.1f} tok/s per device; {p['binding']} binds")
 
 
 def _engine(stack: str) -> str:

@@ -176,7 +176,7 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     count if it uses whole systems better. A run spans several systems only if they scale out."""
     need = training.accelerators_min(m, acc, method, seq, rank)
     if need == 0:
-        return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GB)"
+        return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GiB)"
     out: list[BatchOption] = []
     last = None
     for n in batch_counts(system):

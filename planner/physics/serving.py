@@ -22,6 +22,7 @@ from planner.physics.calibration import Calibration, default
 from planner.physics.step import (  # noqa: F401  (re-exported for callers of serving)
     GB,
     Link,
+    gib,
     achievable_flops,
     kv_per_seq_per_acc,
     max_batch_by_memory,
@@ -92,11 +93,11 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     used = weights + reserve + batch * kv_seq
     reason = ""
     if max_b < 1:
-        reason = (f"weights need {weights / GB:.1f} GB per accelerator at TP{tp} PP{pp}, more than the "
-                  f"{(capacity - reserve) / GB:.1f} GB free beside the runtime reserve on {acc.name}")
+        reason = (f"weights need {gib(weights):.1f} GiB per accelerator at TP{tp} PP{pp}, more than the "
+                  f"{gib(capacity - reserve):.1f} GiB free beside the runtime reserve on {acc.name}")
     elif batch > max_b:
-        reason = (f"{batch} sequences need {used / GB:.1f} GB per accelerator; the KV cache of {acc.name} "
-                  f"({capacity / GB:.1f} GB) holds at most {max_b}")
+        reason = (f"{batch} sequences need {gib(used):.1f} GiB per accelerator; the KV cache of {acc.name} "
+                  f"({gib(capacity):.1f} GiB) holds at most {max_b}")
     user = step.steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only=True)
     whole = step.steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine)
     tpot = step.tpot_from(user, pp, engine)
@@ -104,8 +105,8 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     alone = ttft.ttft_s(m, acc, wl, tp, pp, 1, link, cal, engine)
     return ServeEstimate(
         fits=not reason, reason=reason, tensor_parallel=tp, pipeline_parallel=pp, batch=batch,
-        memory_gb_per_accelerator=used / GB, memory_gb_capacity=capacity / GB, weights_gb=weights / GB,
-        kv_gb=batch * kv_seq / GB, tpot_ms=tpot * 1e3, ttft_ms=loaded * 1e3, ttft_ms_alone=alone * 1e3,
+        memory_gb_per_accelerator=gib(used), memory_gb_capacity=gib(capacity), weights_gb=gib(weights),
+        kv_gb=gib(batch * kv_seq), tpot_ms=tpot * 1e3, ttft_ms=loaded * 1e3, ttft_ms_alone=alone * 1e3,
         tokens_per_s_per_user=1.0 / tpot, tokens_per_s=batch / step.tpot_from(whole, pp, engine),
         regime="capacity" if max_b < 1 else regime_of(whole), max_batch_memory=max_b, engine=engine,
         parts_ms={k: v * 1e3 for k, v in whole.items() if k != "step"})

@@ -3,7 +3,9 @@
 A replica is TP x PP accelerators holding one copy of the model. All functions are pure.
 
 Memory per accelerator. Vendors' "GB" memory labels are binary sizes (an "80 GB" H100 shows
-81,559 MiB), so capacity = memory_gb x 2^30 bytes. Engines load the weights, keep a runtime
+81,559 MiB, a "96 GB" RTX PRO 6000 97,887 MiB), so capacity = memory_gb x 2^30 bytes, and every
+memory figure the planner states (plans, explanations, estimates, why-not) is in that unit, GiB,
+so that an accelerator's capacity reads as its catalog label (an H200: 141). Engines load the weights, keep a runtime
 reserve, and give a fraction of what is left to the KV cache (TRT-LLM kv_cache_free_gpu_mem_fraction):
     KV room   = mem_util x (capacity - reserve - weights)
     max batch = KV room // KV bytes of one sequence (its share on this accelerator)
@@ -79,6 +81,11 @@ def kv_per_seq_per_acc(m: Model, wl: Workload, tp: int, pp: int) -> float:
 def reserve_per_acc(tp: int, pp: int, cal: Calibration) -> float:
     nccl = 0.35 * GB if tp * pp > 1 else 0.0
     return cal.reserve_gb * GB + nccl
+
+
+def gib(nbytes: float) -> float:
+    """Bytes in GiB: the unit of every memory figure the planner states (the catalog's memory_gb)."""
+    return nbytes / GIB
 
 
 def mem_bytes_per_acc(acc: Accelerator) -> float:

@@ -10,7 +10,7 @@ Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
            + s x vocab x 4 B (fp32 logits and their gradient in bf16)
   + the runtime reserve.
 The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
-(vendors' "GB" memory labels are binary sizes; see planner.perf.serving).
+(vendors' "GB" memory labels are binary sizes; memory figures are stated in GiB, see physics.step).
 
 Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak x E(n)), with k = 6
 for full training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight
@@ -145,15 +145,15 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
     mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal)
     reason = ""
     if need == 0:
-        reason = f"does not fit on any number of {acc.name} ({acc.memory_gb:.0f} GB)"
+        reason = f"does not fit on any number of {acc.name} ({acc.memory_gb:g} GiB)"
     elif count < need:
-        reason = (f"{method} needs {mem / GB:.1f} GB per accelerator on {count}x {acc.name} "
-                  f"({acc.memory_gb:.0f} GB); at least {need} are needed")
+        reason = (f"{method} needs {mem / GIB:.1f} GiB per accelerator on {count}x {acc.name} "
+                  f"({acc.memory_gb:g} GiB); at least {need} are needed")
     eff = scaleout_efficiency(acc, max(count, 1))
     rate = count * cal.train_mfu * achievable_flops(acc, precision) * eff
     hours = train_flops(m, method, tokens, seq) / rate / 3600
     regime = "capacity" if need > 1 or reason else ("interconnect" if eff < 0.8 else "compute")
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
-                         accelerators_min=need, memory_gb_per_accelerator=mem / GB,
+                         accelerators_min=need, memory_gb_per_accelerator=mem / GIB,
                          memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime,
                          scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need))
