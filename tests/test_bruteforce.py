@@ -54,7 +54,7 @@ class World:
 
     def fixed(self, oid):
         return sum(costs.owned_fixed_usd_per_year(self.opts.offers[oid], self.system(oid), self.site,
-                                                  self.rate).values())
+                                                  self.rate, self.s.horizon_years).values())
 
     def busy_per_acc_hour(self, oid):
         o = self.opts.offers[oid]
@@ -90,7 +90,7 @@ def replica_vectors(pairs, users):
 def serving_cost(w: World, chosen: dict[str, list]) -> tuple[float, dict[str, float], dict[str, float]]:
     """Yearly cost of a serving assignment {demand: [(opt, oid, replicas)]}; also the owned
     accelerators held at peak and the accelerator-hours serving uses, per owned offer."""
-    total, peak, hours_used = 0.0, {}, {}
+    total, peak, hours_used, held = 0.0, {}, {}, {}
     for dk, rows in chosen.items():
         h = w.opts.demands[dk].hours_per_day * 365
         rented = {}
@@ -104,7 +104,12 @@ def serving_cost(w: World, chosen: dict[str, list]) -> tuple[float, dict[str, fl
             else:
                 rented[oid] = rented.get(oid, 0) + s
         for oid, s in rented.items():
-            total += math.ceil(s / w.system(oid).accelerators - 1e-9) * w.opts.offers[oid].price_usd_per_hour * h
+            systems = math.ceil(s / w.system(oid).accelerators - 1e-9)
+            held[oid] = held.get(oid, 0) + systems
+            cap = w.opts.offers[oid].max_systems
+            if cap is not None and held[oid] > cap:  # the offer's availability cap, across demands
+                return math.inf, peak, hours_used
+            total += systems * w.opts.offers[oid].price_usd_per_hour * h
     return total, peak, hours_used
 
 

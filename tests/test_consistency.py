@@ -192,7 +192,9 @@ def test_choose_go_is_solved_exactly_and_no_alternative_undercuts_it():
 
 def test_a_mid_size_scenario_is_planned_over_every_pair():
     """benchmarks/speed.py's 8 jobs (seed 3): about 1,300 candidate pairs. The shortlist once cut
-    them and the plan cost $214,858/yr; over every pair it costs $196,695/yr (CBC gap 1%)."""
+    them and the plan cost $214,858/yr; over every pair it costs $196,695/yr (CBC gap 1%). Issue 13's
+    costs (ops staff per owned system, resale at the end of a horizon shorter than the useful life,
+    site region us + global, marketplace capacity caps) raise the optimum to $322,566/yr."""
     import sys
 
     from conftest import ROOT
@@ -201,4 +203,4 @@ def test_a_mid_size_scenario_is_planned_over_every_pair():
 
     p = make_plan(speed.scenario(8, 3, 45), explain=False)
     assert p["solver"]["pairs_pruned"] == 0
-    assert p["total_cost_usd_per_year"] <= 196_695 * 1.01
+    assert p["total_cost_usd_per_year"] <= 322_566 * 1.01

@@ -212,7 +212,12 @@ def test_n_plus_1_on_a_job_spanning_several_systems_adds_one_not_double():
 
 # --- spot --------------------------------------------------------------------------------------------------
 
-SPOT = {"acquisition": ["on-demand", "spot"], "accelerators": ["a100-80gb"], "spot_for_serving": True}
+SPOT = {"acquisition": ["on-demand", "spot"], "accelerators": ["a100-80gb", "a100-80gb-pcie"], "spot_for_serving": True}
+# (the catalog's A100 80GB spot offer is Hyperstack's PCIe card, filed under a100-80gb-pcie since issue 13)
+
+
+def acq_accelerator(p: dict, job: str) -> str:
+    return next(j for j in p["jobs"] if j["name"] == job)["placements"][0]["accelerator"]
 
 
 def test_latency_critical_serving_never_uses_spot_but_batch_does_with_restart_overhead():
@@ -222,7 +227,8 @@ def test_latency_critical_serving_never_uses_spot_but_batch_does_with_restart_ov
     assert acq["critical"] == {"on-demand"}
     assert acq["relaxed"] == {"spot"}  # allowed by the policy and cheaper
     assert acq["tune"] == {"spot"}
-    on_demand = plan(scenario([tune_job()], policy={**SPOT, "acquisition": ["on-demand"]}))
+    on_demand = plan(scenario([tune_job()], policy={**SPOT, "acquisition": ["on-demand"],  # the same PCIe card
+                                                    "accelerators": [acq_accelerator(p, "tune")]}))
     hours_spot = next(j for j in p["jobs"] if j["name"] == "tune")["placements"][0]["hours_per_run"]
     hours_od = on_demand["jobs"][0]["placements"][0]["hours_per_run"]
     assert hours_spot == pytest.approx(1.10 * hours_od, rel=0.01)

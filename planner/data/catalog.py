@@ -26,6 +26,15 @@ from planner.data.errors import InputError, Problem, printable
 Stack = Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]
 Acquisition = Literal["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]
 ACQUISITIONS: tuple[str, ...] = ("buy", "on-demand", "reserved-1y", "reserved-3y", "spot")
+PolicyAcquisition = Literal["buy", "on-demand", "reserved-1y", "reserved-3y", "spot", "api"]
+"""What policy.acquisition may name: the catalog's modes and 'api' (hosted token-priced endpoints,
+api_offers.csv)."""
+Tier = Literal["hyperscaler", "gpu-cloud", "marketplace", "oem", "used", "quote"]
+"""Provider tier: hyperscaler (AWS, GCP, Azure, OCI), gpu-cloud (Lambda, Nebius, CoreWeave, ...),
+marketplace (third-party hosts: Vast, Akash, RunPod Community), oem (new hardware bought), used
+(secondary market), quote (an offer you hold; the default for offers without a tier)."""
+REGION_PATTERN = r"^(global|[a-z]{2})$"
+"""A region: 'global' (capacity in several regions) or a two-letter code: us, eu, uk, cn, jp, in, ..."""
 
 
 class Row(BaseModel):
@@ -79,13 +88,27 @@ class Offer(Row):
     system: str = Field(description="what one unit of the offer is: a system id from `plan catalog systems`")
     acquisition: Acquisition = Field(description="buy, on-demand, reserved-1y, reserved-3y or spot")
     provider: str = Field(description="who sells it (the names in `plan catalog providers`)")
-    region: str = Field("global", description="where the capacity sits, or global")
+    region: str = Field("global", pattern=REGION_PATTERN, description="where the capacity sits: us, eu, uk, "
+                        "cn, jp, in, ... or global")
+    tier: Tier = Field("quote", description="provider tier (see Tier)")
     price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
     purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
     useful_life_years: Optional[float] = Field(default=None, ge=0.5, le=50, description=(
         "depreciation life of a purchase, years (buy offers)"))
     max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000, description=(
         "most systems available (None: policy.max_systems_per_offer)"))
+
+
+class ApiOffer(Row):
+    """A hosted, token-priced endpoint serving one catalog model (id = {model}-api-{provider})."""
+
+    model: str
+    provider: str
+    region: str = Field("global", pattern=REGION_PATTERN)
+    usd_per_m_input_tokens: float = Field(ge=0, le=1e4, description="USD per million prompt tokens")
+    usd_per_m_output_tokens: float = Field(ge=0, le=1e4, description="USD per million generated tokens")
+    max_tokens_per_minute: Optional[float] = Field(default=None, gt=0, le=1e12,
+                                                   description="rate limit, input + output tokens per minute")
 
 
 class Model(Row):
@@ -146,6 +169,7 @@ TABLES: dict[str, type[Row]] = {
     "systems": System,
     "offers": Offer,
     "models": Model,
+    "api_offers": ApiOffer,
 }
 
 
@@ -155,6 +179,7 @@ class Catalog:
     systems: dict[str, System] = field(default_factory=dict)
     offers: dict[str, Offer] = field(default_factory=dict)
     models: dict[str, Model] = field(default_factory=dict)
+    api_offers: dict[str, ApiOffer] = field(default_factory=dict)
 
     def table(self, name: str) -> dict[str, Row]:
         return getattr(self, name)
@@ -185,6 +210,10 @@ class Catalog:
             if o.acquisition != "buy" and o.price_usd_per_hour is None:
                 problems.append(Problem(f"offer '{o.id}' rents but lacks price_usd_per_hour", "offers",
                                         "fill price_usd_per_hour (per system-hour)"))
+        for a in self.api_offers.values():
+            if a.model not in self.models:
+                problems.append(Problem(f"API offer '{a.id}' names unknown model '{a.model}'", "api_offers",
+                                        "add the model to models.yaml or fix the id"))
         return problems
 
 
@@ -252,7 +281,7 @@ def _validate_rows(kind: str, rows: list[dict], path: Path) -> dict[str, Row]:
 
 
 def _files_in(path: Path) -> dict[str, Path]:
-    names = "accelerators.csv, systems.csv, offers.csv or models.yaml"
+    names = "accelerators.csv, systems.csv, offers.csv, api_offers.csv or models.yaml"
     if path.is_dir():
         found = {}
         for kind in TABLES:

@@ -93,7 +93,8 @@ def check_accelerators(s: Scenario, cat: Catalog) -> list[Problem]:
 
 def check_providers(s: Scenario, cat: Catalog) -> list[Problem]:
     """Providers named by the policy must sell something: a catalog offer or one under 'offers:'."""
-    known = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
+    known = ({o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
+             | {a.provider for a in cat.api_offers.values()})
     named = [("policy.providers", p) for p in s.policy.providers or []]
     named += [("policy.exclude_providers", p) for p in s.policy.exclude_providers]
     return [Problem(f"unknown provider '{p}'", where, suggest(p, known, "providers"))
@@ -113,7 +114,7 @@ def check_inline_offers(s: Scenario, cat: Catalog) -> list[Problem]:
 
 def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
     """A copy of the catalog with the scenario's inline models and offers and its price overrides."""
-    out = Catalog(dict(cat.accelerators), dict(cat.systems), dict(cat.offers), dict(cat.models))
+    out = Catalog(dict(cat.accelerators), dict(cat.systems), dict(cat.offers), dict(cat.models), dict(cat.api_offers))
     out.models.update({m.id: m for m in s.models})
     out.offers.update({o.id: o for o in s.offers})
     for p in s.prices:
@@ -128,7 +129,8 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     """The catalog this scenario plans against; every reference problem at once (exit 2)."""
     paths = tuple(catalog_paths) + ((s.catalog,) if s.catalog else ())
     base = load_catalog(*paths)
-    merged = Catalog(dict(base.accelerators), dict(base.systems), dict(base.offers), dict(base.models))
+    merged = Catalog(dict(base.accelerators), dict(base.systems), dict(base.offers), dict(base.models),
+                     dict(base.api_offers))
     merged.models.update({m.id: m for m in s.models})
     canonical_names(s, merged)
     problems = []

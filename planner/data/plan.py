@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.data.plan_parts import (
     Alternative,
+    ApiPlacement,
     Checks,
     Explanation,
     FleetItem,
@@ -58,6 +59,7 @@ class JobPlan(BaseModel):
                                                  "accelerator-hours used")
     unit_cost: UnitCost = Field(description="the job's unit cost (keys depend on the stage)")
     placements: list[Placement] = Field(description="where the job runs")
+    api: list[ApiPlacement] = absent("the shares of a serving job on hosted token-priced APIs (absent when none)")
     unserved: dict[str, Unserved] = Field(description="demand part -> demand left unserved (max-coverage "
                                                       "mode); empty when all is served")
     why: list[str] = absent("the physical reason for each placement, in order (absent when unexplained)")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.data.catalog import Acquisition
+from planner.data.catalog import Acquisition, PolicyAcquisition
 
 Stage = Literal["serve", "finetune", "pretrain", "rl", "edge"]
 
@@ -36,8 +36,11 @@ class FleetItem(Part):
 
     system: str = Field(description="catalog system id")
     accelerator: str = Field(description="catalog accelerator id")
-    acquisition: Acquisition = Field(description="how the systems are acquired")
+    acquisition: PolicyAcquisition = Field(description="how the systems are acquired; api: a hosted "
+                                                       "token-priced endpoint (no systems held)")
     provider: str = Field(description="the offer's provider")
+    region: str = Field(description="where the offer's capacity sits: us, eu, uk, cn, jp, in, ... or global")
+    tier: str = Field(description="provider tier: hyperscaler, gpu-cloud, marketplace, oem, used, quote, api")
     offer: str = Field(description="catalog offer id")
     systems: int = Field(description="systems held (edge: devices)")
     accelerators: int = Field(description="accelerators held: systems x accelerators per system")
@@ -45,6 +48,12 @@ class FleetItem(Part):
     cost_usd_per_year: float = Field(description="USD per year attributed to this offer: capital (annuitised "
                                                  "purchases), power, hosting and rent")
     purchase_usd: float | None = Field(description="USD paid up front for the systems; null unless bought")
+    output_tokens_per_year: float = absent("output tokens a year billed (acquisition api only)")
+    input_tokens_per_year: float = absent("input tokens a year billed (acquisition api only)")
+    residual_value_usd: float | None = absent(
+        "USD the bought systems fetch when resold at the end of a horizon shorter than their useful life "
+        "(physics.costs.residual_fraction: 0.61 x max(0.03, 0.72^years) of purchase), credited in their yearly "
+        "capital cost; 0 when kept to the end of their life; null unless bought (single-period plans only)")
     power_kw: float = Field(description="kW drawn by the systems at full load")
     price_source: str = Field(description="where the offer's price comes from")
     price_as_of: datetime.date = Field(description="date of the offer's price (ISO 8601)")
@@ -87,13 +96,39 @@ class Placement(Part):
 class UnitCost(Part):
     """A job's unit cost: the keys depend on its stage."""
 
-    usd_per_million_tokens: float | None = absent("USD per million output tokens (serve); null when "
-                                                     "nothing is served")
+    usd_per_million_tokens: float | None = absent("USD per million output tokens (serve; = "
+                                                     "usd_per_million_output_tokens); null when nothing is served")
+    usd_per_million_output_tokens: float = absent("serve: the job's whole cost per million output tokens served "
+                                                  "(served demand: users served x min_tokens_per_s_per_user x "
+                                                  "hours x active_fraction, not the capacity held)")
+    usd_per_million_input_tokens: float = absent("serve: the job's whole cost per million input (prompt) tokens served")
+    usd_per_request: float = absent("serve: the job's whole cost per request served")
+    headline: Literal["output", "input"] = absent(
+        "serve: the unit that fits the job: input for prefill-heavy jobs (input_tokens >= 4 x output_tokens), "
+        "else output")
+    input_tokens_per_year: float = absent("input tokens per year served (serve)")
+    requests_per_year: float = absent("requests per year served (serve)")
     output_tokens_per_year: float = absent("output tokens per year (serve)")
     usd_per_user_per_year: float = absent("USD per concurrent user per year (serve)")
     usd_per_run: float = absent("USD per run (finetune, pretrain)")
     usd_per_day: float = absent("USD per day (rl)")
     usd_per_device_per_year: float = absent("USD per device per year (edge)")
+
+
+class ApiPlacement(Part):
+    """A share of a serving job's users on a hosted token-priced API (options/api.py)."""
+
+    part: str = Field(description="the demand placed (the job name)")
+    offer: str = Field(description="catalog api_offers id")
+    provider: str = Field(description="the API's provider")
+    region: str = Field(description="where the API serves: us, eu, ...")
+    share: float = Field(description="share of the job's concurrent users on this API, 0..1")
+    users_served: float = Field(description="concurrent users at the peak this API serves (share x users)")
+    output_tokens_per_year: float = Field(description="output tokens a year: users x tok/s x 3600 x h/day x 365 x "
+                                                      "active_fraction")
+    input_tokens_per_year: float = Field(description="input tokens a year: requests x input tokens per request")
+    requests_per_year: float = Field(description="requests a year: output tokens / output tokens per request")
+    cost_usd_per_year: float = Field(description="USD a year: tokens x the API's $/M input and output prices")
 
 
 class Unserved(Part):

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner.data.catalog import Acquisition, Model, Offer
+from planner.data.catalog import REGION_PATTERN, Model, Offer, PolicyAcquisition, Tier
 from planner.data.errors import InputError, Problem
 from planner.data.yamlio import Lines, load_yaml, read_text
 
@@ -49,16 +49,30 @@ class Site(Strict):
         "liquid", description="'air' excludes liquid-cooled systems; 'liquid' allows both")
     power_cap_kw: Optional[float] = Field(None, gt=0, le=1e7, description="IT power available to owned systems, kW")
     hosting_usd_per_kw_year: float = Field(
-        1800, ge=0, le=1e6, description="space, networking and staff per kW of owned IT load per year "
+        1800, ge=0, le=1e6, description="space, cooling and networking per kW of owned IT load per year "
                                 "(colocation list prices run about $150/kW-month)")
+    region: str = Field("us", pattern=REGION_PATTERN, description=(
+        "where the site and its users are: us, eu, uk, cn, jp, in, ...; policy.regions defaults to it and 'global'"))
+    ops_usd_per_system_year: float = Field(1258, ge=0, le=1e7, description=(
+        "operations staff per owned system per year, USD: 1 FTE per 100 GPU systems at $125,840 loaded "
+        "(BLS OEWS May 2024 median sysadmin pay $96,800 x 1.3; ratio an estimate between 1 per 20 and 1 per "
+        "1,000 servers, economics.md s4 D10); support and spares are support_fraction_per_year, space hosting"))
     support_fraction_per_year: float = Field(
         0.08, ge=0, le=1, description="vendor support and spares per year, as a share of purchase price")
 
 
 class Policy(Strict):
-    acquisition: list[Acquisition] = Field(
+    acquisition: list[PolicyAcquisition] = Field(
         default_factory=lambda: ["buy", "on-demand", "reserved-1y", "reserved-3y"],
-        description="acquisition modes the plan may use")
+        description="acquisition modes the plan may use; 'api' allows hosted token-priced endpoints (api_offers.csv)")
+    regions: Optional[list[Annotated[str, Field(pattern=REGION_PATTERN)]]] = Field(
+        None, description="regions offers may come from (None: the site's region and 'global')")
+    provider_tiers: Optional[list[Tier]] = Field(
+        None, description="provider tiers every job may use (None: any tier, except that serving jobs that are "
+                          "latency_critical or under n+1 redundancy never use marketplace offers)")
+    cost_per_system_type_usd_year: float = Field(
+        0, ge=0, le=1e8, description="fleet complexity: USD per year for each distinct system type in the fleet "
+                                     "(images, drivers, spares, runbooks per type)")
     providers: Optional[list[str]] = Field(None, description="only these providers (None: any)")
     exclude_providers: list[str] = Field(default_factory=list, description=(
         "providers never to use (names from `plan catalog providers`)"))
@@ -148,6 +162,9 @@ class ServeJob(JobBase):
         "longest time to first token at full load, seconds (None: no limit)"))
     hours_per_day: float = Field(24.0, gt=0, le=24, description=(
         "hours per day the service runs, h; owned accelerators fine-tune in the other hours"))
+    active_fraction: float = Field(1.0, gt=0, le=1, description=(
+        "share of the hours_per_day the users are actually generating (an internal tool: 0.1); yearly tokens "
+        "and token-priced API costs scale with it, sizing still meets the peak of concurrent_users"))
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
     engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
         None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")

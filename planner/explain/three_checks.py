@@ -106,6 +106,12 @@ def three_checks(job: dict, spec, cat) -> dict:
         run = _run_it(p, spec, stack)
         if run not in runs:
             runs.append(run)
+    for a in job.get("api") or []:  # hosted token-priced APIs (options/api.py)
+        regimes.append(f"on {a['provider']}'s hosted API the job is token-bound: it pays per token, so hours "
+                       "without requests cost nothing; a peak above the rate limit needs capacity of its own")
+        runs.append(f"send {a['users_served']:g} concurrent users' requests for {spec.model} to {a['provider']} "
+                    f"({a['offer']}) and measure tok/s per user and time to first token against "
+                    f"{spec.min_tokens_per_s_per_user:g} tok/s" + (f" and {spec.max_ttft_s:g} s" if spec.max_ttft_s else ""))
     return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job)}
 
 

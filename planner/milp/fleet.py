@@ -30,6 +30,7 @@ from planner.data.catalog import Catalog, Offer
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
+from planner.milp.api import api_supply, define_api_variables
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.options import shortlist
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
@@ -92,15 +93,16 @@ def define_pairs(fm: FleetModel) -> None:
 
 
 def define_owned_variables(fm: FleetModel) -> None:
-    """n[o] in {0..cap_o} for owned offers some pair uses; cost fixed_o x n[o] (capital, support,
-    hosting, idle power | the reserved commitment)."""
+    """n[o] in {0..cap_o} for owned offers some pair uses; cost fixed_o x n[o] (capital, less the
+    resale at the end of a horizon shorter than the useful life; support, ops, hosting, idle power |
+    the reserved commitment)."""
     used = {oid for pairs in (*fm.serve_pairs.values(), *fm.batch_pairs.values()) for _, oid in pairs}
     for oid, o in sorted(fm.options.offers.items()):
         if not _owned(o) or oid not in used:
             continue
         v = fm.var(fm.n, oid, "Integer", 0, _cap(fm, o))
         parts = costs.owned_fixed_usd_per_year(o, fm.system_of(oid), fm.scenario.site,
-                                               fm.scenario.policy.discount_rate)
+                                               fm.scenario.policy.discount_rate, fm.scenario.horizon_years)
         for component, usd in parts.items():
             fm.cost(component, usd, v)
 
@@ -207,7 +209,7 @@ def _supply(fm: FleetModel, dk: str):
     the price)."""
     opts, users = fm.options.serve[dk], fm.options.demands[dk].users
     cap = users if fm.tight else float("inf")
-    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk))
+    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk)) + api_supply(fm, dk)
 
 
 def define_demand_constraints(fm: FleetModel) -> None:
@@ -364,6 +366,7 @@ FAMILIES = (
     define_spare_variables,
     define_batch_variables,
     define_edge_variables,
+    define_api_variables,
     define_demand_constraints,
     define_capacity_constraints,
     define_availability_constraints,

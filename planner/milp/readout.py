@@ -10,7 +10,9 @@ from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HO
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model
+from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
+from planner.options.api import job_tokens
 from planner.physics import costs
 
 HOURS = HOURS_PER_YEAR
@@ -52,6 +54,8 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult) -> dict[str, float]:
             var_offer[v.name] = key[2]
     for (dk, oid), v in fm.r.items():
         var_offer[v.name] = oid
+    for key, v in fm.api.items():
+        var_offer[v.name] = key[1]
     out: dict[str, float] = defaultdict(float)
     for terms in fm.cost_terms.values():
         for coef, v in terms:
@@ -70,10 +74,12 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
         keys = [dk for dk, d in opts.demands.items() if d.job == job.name]
         placements = [p for dk in keys for p in _placements(fm, res, dk)]
         cost = sum(_job_share(fm, res, oid, dk, usage, offer_cost) for dk in keys for oid in offer_cost)
+        api = [a for dk in keys for a in api_rows(fm, res.values, dk)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model,
                      "cost_usd_per_year": r2(cost),
-                     "unit_cost": _unit_cost(job, cost, placements, fm, res, keys),
+                     "unit_cost": _unit_cost(job, cost, placements, fm, res, keys, api),
                      "placements": placements,
+                     **({"api": api} if api else {}),
                      "unserved": _unserved(fm, res, keys)})
     total = sum(offer_cost.values())
     return {
@@ -114,17 +120,21 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
         o = fm.offer(oid)
         system = fm.system_of(oid)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
-                    "provider": o.provider, "offer": oid, "systems": held[oid],
+                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators,
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
                     "purchase_usd": r2(o.purchase_usd * held[oid]) if o.acquisition == "buy" else None,
+                    "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years) * held[oid])
+                                           if o.acquisition == "buy" else None),
                     "power_kw": r2(system.power_kw * held[oid]),
                     "price_source": o.source, "price_as_of": o.as_of.isoformat()})
-    return out
+    return sorted(out + api_fleet(fm, res.values), key=lambda f: (-f["cost_usd_per_year"], f["offer"]))
 
 
 def _usage(fm, res) -> dict[str, dict[str, float]]:
     use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for aid, by in api_usage(fm, res.values).items():
+        use[aid].update(by)
     for (dk, i, oid), v in fm.y.items():
         d = fm.options.demands[dk]
         use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * hours_per_year(d)
@@ -205,15 +215,28 @@ def _placement(fm, oid, opt, dk, *, replicas, users_per_replica, tp, pp, per_rep
             "memory_gb_capacity": r2(cap), "binding": binding, "regime": regime, **extra}
 
 
-def _unit_cost(job, cost, placements, fm, res, keys) -> dict:
+PREFILL_HEAVY = 4.0
+"""A serving job whose requests carry at least this many input tokens per output token is
+prefill-heavy (RAG, summarisation, classification): its headline unit is $ per million input tokens."""
+
+
+def _unit_cost(job, cost, placements, fm, res, keys, api=()) -> dict:
+    """Unit costs on served demand: the users the placements and API shares serve (never the capacity
+    held), each at the job's target speed, for the hours it runs and the share of them it is active
+    (options.api.job_tokens); $ per million output tokens, per million input tokens and per request
+    are each the job's whole cost over that measure. Headline: input tokens for prefill-heavy jobs."""
     if job.stage in ("serve",):
-        served = sum(p["users_served"] for p in placements)
+        served = sum(p["users_served"] for p in placements) + sum(a["users_served"] for a in api)
         if not served:
             return {"usd_per_million_tokens": None}
-        tps = sum(p["users_served"] * p["tokens_per_s_per_user"] for p in placements) / served
-        tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR
-        return {"usd_per_million_tokens": r2(cost / tokens * 1e6, 4), "output_tokens_per_year": r2(tokens, 0),
-                "usd_per_user_per_year": r2(cost / max(served, 1))}
+        t = job_tokens(job)
+        out, inp, req = served * t.output_per_user_year, served * t.input_per_user_year, served * t.requests_per_user_year
+        per_out = r2(cost / out * 1e6, 4)
+        return {"usd_per_million_tokens": per_out, "usd_per_million_output_tokens": per_out,
+                "usd_per_million_input_tokens": r2(cost / inp * 1e6, 4), "usd_per_request": r2(cost / req, 6),
+                "headline": "input" if job.input_tokens >= PREFILL_HEAVY * job.output_tokens else "output",
+                "output_tokens_per_year": r2(out, 0), "input_tokens_per_year": r2(inp, 0),
+                "requests_per_year": r2(req, 0), "usd_per_user_per_year": r2(cost / max(served, 1))}
     if job.stage in ("finetune", "pretrain"):
         return {"usd_per_run": r2(cost / job.runs_per_year)}
     if job.stage == "rl":

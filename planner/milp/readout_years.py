@@ -143,7 +143,7 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
         paid = sum(_unit_price(ym, oid, tau) * _int(res, v) for (o2, tau), v in ym.p.items()
                    if o2 == oid and active(ym, oid, tau, t))
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
-                    "provider": o.provider, "offer": oid, "systems": held[oid],
+                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators, "new_this_year": bought.get(oid, 0),
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
                     "purchase_usd": r2(paid) if o.acquisition == "buy" else None,

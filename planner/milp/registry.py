@@ -36,6 +36,8 @@ class Registry:
     e: dict = field(default_factory=dict, kw_only=True)
     u: dict = field(default_factory=dict, kw_only=True)
     """spare binaries (N+1): owned offer (and year) -> u; rented (demand, offer[, year]) -> u"""
+    api: dict = field(default_factory=dict, kw_only=True)
+    """share of a serving demand's users on a hosted API: (demand, api offer[, year]) -> a in [0, 1]"""
     unserved: dict = field(default_factory=dict, kw_only=True)
     slack: dict = field(default_factory=dict, kw_only=True)
     rows: dict = field(default_factory=dict, kw_only=True)

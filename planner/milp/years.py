@@ -23,7 +23,7 @@ Variables (t = year)
 Constraints per year: the families of model.py (demand, capacity, hours, batch fit, rental,
 availability, redundancy, site power) with H[o,t] in place of n[o]; budgets per year in the cash view:
   capex_t = sum_o P[o,t] p[o,t] (+ edge units bought)           <= capex cap of year t
-  opex_t  = support + hosting + idle power of held systems, busy power, rentals, reserved <= opex cap
+  opex_t  = support + ops + hosting + idle power of held systems, busy power, rentals, reserved, API tokens <= opex cap
   capex_t + opex_t                                               <= usd cap of year t
   (a cap of year t is budget.years[year=t].<field>, else the plan-wide budget.<field>_per_year).
 
@@ -49,6 +49,7 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import demands_of_job, hours_per_year
 from planner.data.scenario import Scenario
 from planner.data.years import Trend, life_years, trend_for, year_caps
+from planner.milp.api import api_supply, define_api_variables_years
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Options
@@ -56,7 +57,7 @@ from planner.physics import costs
 
 HOURS = HOURS_PER_YEAR
 RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
-OPEX = ("support", "hosting", "power", "rental", "reserved")
+OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "api")
 
 
 @dataclass
@@ -156,7 +157,7 @@ def define_owned_variables(ym: YearModel) -> None:
             if o.acquisition == "buy":
                 v = ym.var(ym.p, (oid, t), "Integer", 0, _cap(ym, o))
                 fixed = costs.owned_fixed_usd_per_year(o, system, site, ym.scenario.policy.discount_rate)
-                _purchase(ym, oid, t, v, {"hosting": fixed["hosting"], "power": fixed["power"]})
+                _purchase(ym, oid, t, v, {"hosting": fixed["hosting"], "power": fixed["power"], "ops": fixed["ops"]})
                 continue
             v = ym.var(ym.k, (oid, t), "Integer", 0, _cap(ym, o))
             usd = o.price_usd_per_hour * ym.factor(oid, t) * HOURS
@@ -253,7 +254,7 @@ def _supply(ym: YearModel, dk: str, t: int):
     (coefficient tightening, as fleet._supply)."""
     opts, need = ym.options.serve[dk], ym.demand_at(dk, t)
     return pulp.lpSum(min(opts[i].users_per_replica, need) * v for (d, i, oid, tt), v in ym.y.items()
-                      if d == dk and tt == t)
+                      if d == dk and tt == t) + api_supply(ym, dk, t)
 
 
 def define_demand_constraints(ym: YearModel) -> None:
@@ -372,6 +373,7 @@ FAMILIES = (
     define_spare_variables,
     define_batch_variables,
     define_edge_variables,
+    define_api_variables_years,
     define_demand_constraints,
     define_capacity_constraints,
     define_budget_constraints,

@@ -19,6 +19,7 @@ from planner.data.scenario import (
     EdgeJob,
     Scenario,
 )
+from planner.options.api import api_options
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
@@ -257,6 +258,7 @@ def build(s: Scenario, cat: Catalog) -> Options:
         for acc_id in sorted(cat.accelerators):
             if not any(o.accelerator == acc_id for o in found):
                 opts.note(d.key, acc_id, _demand_reason(acc_id, d.key, cat, opts) or _policy_reason(acc_id, cat, opts))
+    opts.api, opts.excluded_api = api_options(s, cat, opts.demands.values())
     return opts
 
 

@@ -29,10 +29,36 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
         return "excluded by policy"
     if p.stacks is not None and acc.stack not in p.stacks:
         return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
+    regions = allowed_regions(s)
+    if o.region not in regions:
+        return (f"region '{o.region}' not in policy.regions ({', '.join(regions)}); the site is in "
+                f"'{s.site.region}'")
+    if p.provider_tiers is not None and o.tier not in p.provider_tiers:
+        return f"provider tier '{o.tier}' not in policy.provider_tiers ({', '.join(p.provider_tiers)})"
     if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":
         return "needs liquid cooling; the site has air cooling only"
     if o.max_systems == 0:
         return "not available (max_systems is 0)"
+    return ""
+
+
+def allowed_regions(s: Scenario) -> list[str]:
+    """policy.regions, else the site's region and 'global' (capacity in several regions)."""
+    return list(s.policy.regions) if s.policy.regions is not None else [s.site.region, "global"]
+
+
+def tier_exclusion(d: Demand, tier: str, s: Scenario) -> str:
+    """Why a serving demand may not use a provider of this tier ('' if it may): with no
+    policy.provider_tiers, latency-critical and N+1 serving never runs on marketplace capacity
+    (third-party hosts: no capacity or uptime promise)."""
+    if s.policy.provider_tiers is not None or d.kind != "serve" or tier != "marketplace":
+        return ""
+    if d.latency_critical:
+        return ("marketplace capacity (third-party hosts, no uptime promise) is not used for latency-critical "
+                "serving (set policy.provider_tiers to allow it)")
+    if s.policy.redundancy == "n+1":
+        return ("marketplace capacity (third-party hosts, no uptime promise) is not used for serving under n+1 "
+                "redundancy (set policy.provider_tiers to allow it)")
     return ""
 
 
@@ -61,13 +87,17 @@ def demand_offer_exclusion(d: Demand, o: Offer, system: System, s: Scenario) -> 
     fleet and multi-year models and the why-not table share:
       edge units are bought (a robot carries its computer; nothing is rented);
       serving and training run at the site: no edge devices, no bought workstations in a data center;
-      serving never runs on spot capacity when it is latency-critical, nor unless the policy allows it."""
+      serving never runs on spot capacity when it is latency-critical, nor unless the policy allows it;
+      latency-critical and N+1 serving never runs on marketplace offers (tier_exclusion)."""
     if d.kind == "edge":
         if o.acquisition != "buy":
             return (f"edge devices are bought, not rented ('{o.acquisition}'): add buy to "
                     "policy.acquisition")
         return ""
     why = site_exclusion(o, system, s)
+    if why:
+        return why
+    why = tier_exclusion(d, o.tier, s)
     if why:
         return why
     if d.kind == "serve" and o.acquisition == "spot":

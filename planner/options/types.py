@@ -68,6 +68,10 @@ class Options:
     """demand -> the allowed offers it may use (demand_offer_exclusion), sorted."""
     ineligible: dict[str, dict[str, str]] = field(default_factory=dict)
     """demand -> allowed offer it may not use -> why."""
+    api: dict[str, list] = field(default_factory=dict)
+    """demand -> the hosted API offers it may use (options.api.ApiOption)."""
+    excluded_api: dict[str, str] = field(default_factory=dict)
+    """API offer of a job's model -> why the policy rules it out."""
     why_not: dict[str, dict[str, str]] = field(default_factory=dict)
     """demand -> accelerator -> why no configuration exists."""
 

@@ -2,8 +2,11 @@
 
 Owned system, per year:
     capital   purchase x annuity(rate, life)          (purchase spread over its useful life)
+              or, when the plan's horizon H is shorter than the life, the purchase less the resale
+              at the end of the horizon: (purchase - residual(H) / (1+rate)^H) x annuity(rate, H)
     support   purchase x support_fraction_per_year
-    hosting   power_kw x hosting_usd_per_kw_year       (space, network, staff)
+    ops       site.ops_usd_per_system_year             (operations staff per system)
+    hosting   power_kw x hosting_usd_per_kw_year       (space, cooling, network)
     idle      power_kw x IDLE_POWER_FRACTION x 8760 h x PUE x $/kWh   (always on)
     busy      power_kw x (1 - IDLE_POWER_FRACTION) x PUE x $/kWh per busy hour (charged by the jobs)
 
@@ -31,6 +34,60 @@ SPOT_RESTART_OVERHEAD = 1.10
 [assumption; measure your own preemption rate]."""
 
 
+RESIDUAL_KEPT_PER_YEAR = 0.72
+"""Market value of datacenter GPU hardware after t years: 0.72^t of its purchase price (declining
+balance, 28%/yr: 1 y 0.72, 3 y 0.37, 5 y 0.19) [economics.md s3c (E): synthesis of the GLRI H100
+model (Y1 60-65%, Y3 25-35%) and SpotWire's vintage curve 1.00/0.78/0.60/0.46/0.35, 2026-06-04;
+bounds 0.65^t-0.78^t]."""
+
+RESALE_REALISED = 0.61
+"""Cash a seller realises of that market value: used-working condition 0.72 x broker sale within
+90 days 0.85 [economics.md s3a, SpotWire R2v3 condition and ASA liquidation factors, 2026-06-04]."""
+
+RESIDUAL_FLOOR = 0.03
+"""Residual never below 3% of purchase: 8-year-old V100s trade at 1-5% of list [economics.md s3a C5]."""
+
+
+def residual_fraction(age_years: float) -> float:
+    """Share of the purchase price a system sold after `age_years` fetches, cash in hand:
+    RESALE_REALISED x max(RESIDUAL_FLOOR, RESIDUAL_KEPT_PER_YEAR ^ age).
+
+    >>> round(residual_fraction(3), 4)
+    0.2277
+    """
+    return RESALE_REALISED * max(RESIDUAL_FLOOR, RESIDUAL_KEPT_PER_YEAR ** age_years)
+
+
+def resold_at_horizon(offer: Offer, horizon_years: float | None) -> bool:
+    """A bought system is resold at the end of the plan's horizon when that comes before the end
+    of its useful life (otherwise it is used up and replaced: the annuity over its life)."""
+    return (offer.acquisition == "buy" and horizon_years is not None
+            and horizon_years < (offer.useful_life_years or 0))
+
+
+def residual_value_usd(offer: Offer, horizon_years: float | None) -> float:
+    """Cash one bought system fetches when resold at the end of the horizon (0 if it is kept to the
+    end of its life)."""
+    if not resold_at_horizon(offer, horizon_years):
+        return 0.0
+    return offer.purchase_usd * residual_fraction(horizon_years)
+
+
+def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: float | None = None) -> float:
+    """Yearly capital cost of one bought system: the annuity over its useful life, or, resold at
+    the end of a shorter horizon H, the purchase less the discounted resale, annuitised over H.
+
+    >>> from types import SimpleNamespace as O
+    >>> o = O(acquisition="buy", purchase_usd=100.0, useful_life_years=5)
+    >>> round(capital_usd_per_year(o, 0.0), 2), round(capital_usd_per_year(o, 0.0, 3), 2)
+    (20.0, 25.74)
+    """
+    if not resold_at_horizon(offer, horizon_years):
+        return offer.purchase_usd * annuity(discount_rate, offer.useful_life_years)
+    back = residual_value_usd(offer, horizon_years) * (1.0 + discount_rate) ** -horizon_years
+    return (offer.purchase_usd - back) * annuity(discount_rate, horizon_years)
+
+
 def run_hours(hours: float, acquisition: str) -> float:
     """Hours one batch run holds its accelerators under this acquisition (spot restarts included)."""
     return hours * SPOT_RESTART_OVERHEAD if acquisition == "spot" else hours
@@ -56,14 +113,17 @@ def energy_usd_per_hour(system: System, site) -> float:
     return system.power_kw * site.pue * site.power_usd_per_kwh
 
 
-def owned_fixed_usd_per_year(offer: Offer, system: System, site, discount_rate: float) -> dict[str, float]:
-    """Yearly cost of owning one system whether busy or idle, by component."""
+def owned_fixed_usd_per_year(offer: Offer, system: System, site, discount_rate: float,
+                             horizon_years: float | None = None) -> dict[str, float]:
+    """Yearly cost of owning one system whether busy or idle, by component (capital: see
+    capital_usd_per_year; `horizon_years` None: kept to the end of its life)."""
     if offer.acquisition == "buy":
-        capital = offer.purchase_usd * annuity(discount_rate, offer.useful_life_years)
+        capital = capital_usd_per_year(offer, discount_rate, horizon_years)
         support = offer.purchase_usd * site.support_fraction_per_year
         hosting = system.power_kw * site.hosting_usd_per_kw_year
         idle = energy_usd_per_hour(system, site) * IDLE_POWER_FRACTION * HOURS_PER_YEAR
-        return {"capital": capital, "support": support, "hosting": hosting, "power": idle}
+        return {"capital": capital, "support": support, "ops": getattr(site, "ops_usd_per_system_year", 0.0),
+                "hosting": hosting, "power": idle}
     if offer.acquisition in ("reserved-1y", "reserved-3y"):
         return {"rental": offer.price_usd_per_hour * HOURS_PER_YEAR}
     return {}
@@ -85,9 +145,10 @@ def is_owned(offer: Offer) -> bool:
 
 
 
-def break_even_utilisation(buy: Offer, rent: Offer, system: System, site, discount_rate: float) -> float:
+def break_even_utilisation(buy: Offer, rent: Offer, system: System, site, discount_rate: float,
+                           horizon_years: float | None = None) -> float:
     """Share of the year above which owning `system` under `buy` is cheaper than renting the same
     system by the hour under `rent`: fixed / (price - busy power) / 8760 (inf if renting always wins)."""
-    fixed = sum(owned_fixed_usd_per_year(buy, system, site, discount_rate).values())
+    fixed = sum(owned_fixed_usd_per_year(buy, system, site, discount_rate, horizon_years).values())
     margin = rent.price_usd_per_hour - busy_usd_per_hour(buy, system, site)
     return fixed / (margin * HOURS_PER_YEAR) if margin > 0 else float("inf")

@@ -70,6 +70,10 @@ def offer_problem(o: Offer, s: Scenario, cat: Catalog) -> str:
         (not (o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air"),
          f"bought liquid-cooled '{system.id}' at an air-cooled site"),
         (o.max_systems != 0, f"offer '{o.id}' has no availability (max_systems 0)"),
+        (o.region in (p.regions if p.regions is not None else (s.site.region, "global")),
+         f"offer '{o.id}' is in region '{o.region}', outside policy.regions"),
+        (p.provider_tiers is None or o.tier in p.provider_tiers,
+         f"offer '{o.id}' is of tier '{o.tier}', not in policy.provider_tiers"),
     ]
     return next((why for ok, why in rules if not ok), "")
 

@@ -7,8 +7,9 @@ Job costs: an offer's yearly cost is split between the demands placed on it by t
 each uses (serving: replicas x accelerators they occupy x hours a year; batch: share x runs x
 accelerators x hours per run; edge: the devices, or 1 per placement in a single-period plan), so
   cost_j = sum_o cost_o x use_{o,j} / sum_d use_{o,d}.
-Unit costs: serving, cost_j / (users served x mean tokens/s per user x 3600 x hours a day x 365) per
-token; training, cost_j per run; RL, cost_j / 365 per day; edge, cost_j per device.
+Unit costs: serving, cost_j / (users served x target tokens/s per user x 3600 x hours a day x 365 x
+active_fraction) per output token, the same over input tokens (requests x input tokens) and per
+request (output tokens / output tokens per request); training, cost_j per run; RL, cost_j / 365 per day; edge, cost_j per device.
 """
 
 from __future__ import annotations
@@ -108,17 +109,25 @@ def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -
 
     if job.stage == "serve":
         placed = [p for p in pj["placements"] if p.get("users_served") is not None]
-        served = sum(p["users_served"] for p in placed)
+        served = sum(p["users_served"] for p in placed) + sum(a["users_served"] for a in pj.get("api") or [])
         if not served:
             v.check("costs", unit.get("usd_per_million_tokens") is None,
                     f"{name}: a price per million tokens with no user served")
             return
-        tps = sum(p["users_served"] * p["tokens_per_s_per_user"] for p in placed) / served
-        tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR
+        # served demand: users served at the job's target speed, its hours and its active share
+        tps = job.min_tokens_per_s_per_user
+        tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
+        requests = tokens / job.output_tokens
         same("usd_per_million_tokens", cost / tokens * 1e6, 4)
+        same("usd_per_million_output_tokens", cost / tokens * 1e6, 4)
+        same("usd_per_million_input_tokens", cost / (requests * job.input_tokens) * 1e6, 4)
+        same("usd_per_request", cost / requests, 6)
+        v.check("costs", unit.get("headline") == ("input" if job.input_tokens >= 4 * job.output_tokens else "output"),
+                f"{name}: headline unit '{unit.get('headline')}' for {job.input_tokens} input and "
+                f"{job.output_tokens} output tokens per request")
         v.check("costs", close(unit.get("output_tokens_per_year") or 0.0, tokens, REL, 1.0),
                 f"{name}: {unit.get('output_tokens_per_year')} output tokens a year; {served} users at "
-                f"{tps:.2f} tok/s for {job.hours_per_day:g} h a day make {tokens:,.0f}")
+                f"{tps:.2f} tok/s for {job.hours_per_day:g} h a day, {job.active_fraction:g} active, make {tokens:,.0f}")
         same("usd_per_user_per_year", cost / max(served, 1))
     elif job.stage in ("finetune", "pretrain"):
         runs = [p.runs_per_year for p in parts] + [job.runs_per_year]

@@ -50,6 +50,9 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("policy", _site_ok(o, system, s), f"{where}: a bought {system.kind} at a datacenter site")
         v.check("policy", o.acquisition != "spot" or (s.policy.spot_for_serving and not part.latency_critical),
                 f"{where}: spot capacity serving without policy.spot_for_serving")
+        v.check("policy", o.tier != "marketplace" or s.policy.provider_tiers is not None
+                or not (part.latency_critical or s.policy.redundancy == "n+1"),
+                f"{where}: marketplace capacity serving a latency-critical or n+1 job")
         tp, pp, reps, upr = p["tensor_parallel"], p["pipeline_parallel"], p["replicas"], p["users_per_replica"]
         replica = tp * pp
         v.check("parallelism", tp <= system.scaleup_domain and replica == p["accelerators_per_replica"],

@@ -33,6 +33,7 @@ from planner.data.scenario import Scenario
 from planner.verify.common import Ledger, Verification
 from planner.verify.fleet import check_fleet, check_totals
 from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
+from planner.verify.api import check_api, check_api_fleet
 from planner.verify.placements import check_batch, check_edge, check_serve
 from planner.verify.years import verify_years
 
@@ -82,9 +83,14 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
                 short = min(1.0, (gap["users"] + 0.05) / part.users)
             v.check("policy", short <= 1e-6 or s.budget.mode == "max-coverage",
                     f"'{part.key}' leaves {short:.1%} unserved outside max-coverage mode")
+            on_api = check_api([r for r in pj.get("api") or [] if r["part"] == part.key], part, job, s, cat, v, ledger)
+            if on_api:  # users on a hosted API need no replicas
+                short = min(1.0, short + on_api / part.users + 1e-6)
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
-    check_fleet(fleet, s, cat, v, ledger, costed=not multi)
-    check_fleet_rows(plan["fleet"], cat, v, purchase=not multi)
+    hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
+    check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v)
+    check_fleet(hardware, s, cat, v, ledger, costed=not multi)
+    check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi)
     check_job_costs(plan, fleet, s, v, ledger, parts)
     check_utilisation(plan["utilisation"], fleet, cat, v, ledger)
     if multi:

@@ -99,7 +99,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
                 if o.acquisition == "buy":
                     fixed = costs.owned_fixed_usd_per_year(o, system, site, rate)
                     capital += price * costs.annuity(rate, o.useful_life_years) * n
-                    kept = 0.0 if system.kind in DEVICES else fixed["hosting"] + fixed["power"]
+                    kept = 0.0 if system.kind in DEVICES else fixed["hosting"] + fixed["power"] + fixed["ops"]
                     fixed_opex += (price * site.support_fraction_per_year + kept) * n
                 else:
                     fixed_opex += price * n
