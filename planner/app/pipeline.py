@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from planner.app import planning
+from planner.app.advice import advise
 from planner.data.consistency import resolve
 from planner.data.errors import VerificationError
 from planner.data.plan import validate_plan
@@ -20,6 +21,7 @@ def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s
     explain: none | brief | full (planner.explain.narrative); solver overrides solver.name."""
     if solver is not None:
         s = s.model_copy(update={"solver": s.solver.model_copy(update={"name": solver})})
+    advise(s, resolve(s, catalog_paths))
     make = planning.make_multiyear_plan if s.multi_year else planning.make_plan
     return checked(make(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
 

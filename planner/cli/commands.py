@@ -130,11 +130,13 @@ def init_cmd(
 def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
                  catalog: Optional[List[Path]] = CatalogOpt):
     """Check SCENARIO against the schema and the catalog; print a one-screen summary."""
+    from planner.app.advice import advise
     from planner.data.consistency import resolve
     from planner.data.scenario import load_scenario
 
     s = load_scenario(scenario)
     cat = resolve(s, tuple(str(c) for c in catalog or ()))
+    advise(s, cat)
     typer.echo(f"{scenario}: valid. '{s.name}', {len(s.jobs)} job(s), horizon {s.horizon_years} year(s).")
     typer.echo(f"  site: {s.site.ownership} ({s.site.kind}), {s.site.cooling} cooling, "
                f"${s.site.power_usd_per_kwh}/kWh, PUE {s.site.pue}"

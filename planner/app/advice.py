@@ -1,0 +1,37 @@
+"""Warnings about a scenario that plans but may not mean what it says: an inline model whose stated
+size disagrees with its own architecture, or a context longer than the model supports. They are
+notes on stderr (planner.data.notes) and never change the plan."""
+
+from __future__ import annotations
+
+from planner.data.catalog import Catalog
+from planner.data.notes import note
+from planner.data.scenario import Scenario
+from planner.physics import arch
+
+PARAMS_TOLERANCE = 0.10
+"""Stated and computed parameter counts differ by publishers' conventions (tied or counted
+embeddings, biases, norms) by well under this; more means a field copied wrong."""
+CONTEXT_KEYS = ("context_tokens", "rollout_context_tokens", "sequence_tokens", "trainer_sequence_tokens")
+
+
+def advise(s: Scenario, cat: Catalog) -> None:
+    """Note each inline model whose params_b is more than 10% off its architecture's count, and each
+    job whose context is above its model's max_context_tokens."""
+    for i, m in enumerate(s.models):
+        total_b = arch.param_counts(m)["total"] / 1e9
+        if abs(m.params_b - total_b) > PARAMS_TOLERANCE * total_b:
+            note(f"warning: models.{i} ({m.id}): params_b is {m.params_b:,.2f} (billion) but its architecture "
+                 f"has {total_b:,.2f} billion parameters ({m.params_b / total_b - 1:+.0%}); memory and speed "
+                 "follow the architecture, so check layers, hidden_size, ffn_size, vocab_size and experts "
+                 "against config.json, or correct params_b")
+    for i, job in enumerate(s.jobs):
+        m = cat.models.get(job.model)
+        if m is None or not m.max_context_tokens:
+            continue
+        for key in CONTEXT_KEYS:
+            value = getattr(job, key, None)
+            if value and value > m.max_context_tokens:
+                note(f"warning: jobs.{i}.{key} ({job.name}) is {value:,} tokens, above {m.id}'s maximum "
+                     f"context of {m.max_context_tokens:,}: the model cannot attend that far; lower {key} to "
+                     f"at most {m.max_context_tokens:,} or choose a model with a longer context")
