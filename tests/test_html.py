@@ -59,7 +59,8 @@ def test_multi_year_report_shows_cash_and_annuitised_per_year_against_the_budget
     plan = _planned("annual-budget.yaml")
     page = plan_html(plan)
     assert "Cash and cost per year" in page and "Year by year" in page and "Purchases and reservations" in page
-    assert page.count("<svg") == 2 and 'stroke-dasharray="6 3"' in page  # the budget line
+    # cost breakdown, cash per year with the budget line, why-not deltas (multi-year plans are explained too)
+    assert page.count("<svg") == 3 and 'stroke-dasharray="6 3"' in page
     for y in plan["years"]:
         assert f"year {y['year']}, capex (cash): " in page and f"year {y['year']}, annuitised cost: " in page
 

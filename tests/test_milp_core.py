@@ -141,3 +141,13 @@ def test_highs_asked_for_but_absent_exits_2(plan_cli, monkeypatch):
     r = plan_cli(SCENARIOS / "bank.yaml", "--solver", "highs", "--explain", "none")
     assert r.code == 2
     assert "solver 'highs' is not installed" in r.err and 'pip install ".[highs]"' in r.err
+
+
+def test_multi_year_plans_get_why_not_and_next_best():
+    from conftest import shipped_plan
+
+    _, plan = shipped_plan("annual-budget.yaml")
+    assert plan["explain"] == "full" and plan["next_best"]["cost_delta_usd_per_year"] > 0
+    replanned = [a for a in plan["alternatives"] if a["basis"] == "milp" and a["fleet"]]
+    assert replanned and all(a["cost_delta_usd_per_year"] >= 0 for a in replanned)
+    assert any(e["family"] in ("target", "budget", "redundancy") for e in plan["explanations"])

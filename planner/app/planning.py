@@ -13,7 +13,7 @@ from planner.explain.diagnosis import (
     no_option_diagnosis,
     unplaceable,
 )
-from planner.explain.narrative import explain_placements, explain_plan
+from planner.explain.narrative import explain_plan, explain_years
 from planner.milp import fleet as model
 from planner.milp import prune
 from planner.milp import years as year_model
@@ -85,5 +85,6 @@ def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_l
         raise InfeasibleError(diagnose_years(s, cat, opts, time_limit_s))
     require_solution(res, s)
     plan = read_multiyear(s, ym, res)
-    explain_placements(plan, s, cat)
+    if explain:
+        explain_years(plan, s, cat, opts, ym, res, time_limit_s, "full" if explain is True else explain)
     return plan

@@ -147,7 +147,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
                                  "re-planned"))
                 continue
         capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
-        opex = base - plan["cost_breakdown_usd_per_year"].get("capital", 0.0)
+        opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
         use = {"usd_per_year": base, "capex_usd_per_year": capex, "opex_usd_per_year": opex}[name]
         if got.get("cost") is not None and got["cost"] < base - tol:
             free_use = got["capex"] if name.startswith("capex") else got["opex"]
@@ -251,5 +251,31 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + _target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + _cap_rows(plan, s, outcomes, long))
     plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
+    plan["next_best"] = whynot.next_best(plan, outcomes)
+    plan["summary"] = runit.summary(plan, s)
+
+
+def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: str = "full") -> None:
+    """A multi-year plan's explanation, by level as explain_plan: reasons and checks (none); why-not
+    from LP bounds (brief); the nearest forced accelerators, the next-best fleet, lifted caps and
+    raised targets re-planned over the whole horizon (full). Costs compare in the accounting view's
+    yearly average (total_cost_usd_per_year); an LP bound on NPV is turned into that view by the
+    horizon's sum of discount factors."""
+    explain_placements(plan, s, cat)
+    plan["explain"] = level
+    if level == "none":
+        return
+    limit = time_limit_s or s.solver.time_limit_s
+    unused = sorted(whynot.accelerators_with_options(opts) - {f["accelerator"] for f in plan["fleet"]})
+    per_year = sum((1 + s.policy.discount_rate) ** -(t - 1) for t in range(1, s.horizon_years + 1))
+    base = plan["total_cost_usd_per_year"]
+    bounds = {a: None if b is None else base + (b - plan["npv_usd"]) / per_year
+              for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
+    outcomes = {}
+    if level == "full":
+        forced = whynot.forced_to_solve(bounds, base)
+        outcomes = whynot.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit)
+    plan["explanations"] = _target_rows(plan, s, outcomes) + _cap_rows(plan, s, outcomes, shadow.LPPrices(None, "-"))
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)

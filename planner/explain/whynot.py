@@ -20,6 +20,7 @@ busy machine; the time limit stays as a safety net, and a solve it stopped is re
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from typing import Callable
 import pulp
 
 from planner.milp import fleet as model
+from planner.milp import years as year_model
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
@@ -55,15 +57,20 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
     """What a variant's plan is: status, yearly cost, fleet, bought power and capex, unserved users."""
     if not res.ok:
         return {"status": res.status, "cut_short": res.cut_short}
-    from planner.milp.readout import read_plan
+    if fm.scenario.multi_year:  # the final year's fleet; cost = the accounting view's yearly average
+        from planner.milp.readout_years import read_multiyear
 
-    plan = read_plan(fm.scenario, fm, res)
+        plan = read_multiyear(fm.scenario, fm, res)
+    else:
+        from planner.milp.readout import read_plan
+
+        plan = read_plan(fm.scenario, fm, res)
     bought = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
     unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
     return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
             "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
             "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
-            "opex": plan["total_cost_usd_per_year"] - plan["cost_breakdown_usd_per_year"].get("capital", 0.0),
+            "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
             "unserved_users": unserved, "cut_short": res.cut_short}
 
 
@@ -82,10 +89,10 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
                 v = todo.pop(0)
             if v.scenario is not None or v.options is not None:
                 vs = v.scenario or s
-                fm = model.build(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
+                fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
                 prob = fm.prob
             else:
-                base = base or model.build(s, cat, opts)
+                base = base or builder(s)(s, cat, opts)
                 fm, prob = base, base.prob.copy()
             rows = v.extra(fm) if v.extra else []
             for i, row in enumerate(rows):
@@ -108,12 +115,18 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
 
 # --- which variants -----------------------------------------------------------------------------
 
+def builder(s):
+    """The model a scenario is planned with: the multi-year MILP when it has per-year settings."""
+    return year_model.build if s.multi_year else model.build
+
+
 def force_terms(fm: FleetModel, acc: str) -> list:
+    """Variables that put work on `acc` (keys (demand, option, offer[, year]))."""
     o = fm.options
-    terms = [v for (dk, i, _), v in sorted(fm.y.items()) if o.serve[dk][i].accelerator == acc]
-    terms += [v for (dk, i, _), v in sorted(fm.e.items()) if o.edge[dk][i].accelerator == acc]
-    terms += [max(o.demands[dk].runs_per_year, 1.0) * v for (dk, i, _), v in sorted(fm.x.items())
-              if o.batch[dk][i].accelerator == acc]
+    terms = [v for key, v in sorted(fm.y.items()) if o.serve[key[0]][key[1]].accelerator == acc]
+    terms += [v for key, v in sorted(fm.e.items()) if o.edge[key[0]][key[1]].accelerator == acc]
+    terms += [max(o.demands[key[0]].runs_per_year, 1.0) * v for key, v in sorted(fm.x.items())
+              if o.batch[key[0]][key[1]].accelerator == acc]
     return terms
 
 
@@ -155,10 +168,11 @@ def _forced(acc: str, opts) -> Variant:
 
 def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float) -> dict[str, float | None]:
     """For each accelerator: the LP relaxation of the plan forced onto it (a lower bound of its
-    cost, USD per year), None where that LP is infeasible."""
+    cost: the model's objective), inf where even that LP is infeasible, None where nothing can be
+    forced (no variable puts work on it)."""
     out = {}
     for acc in accelerators:
-        forced = model.build(s, cat, only_on(fm.options, acc))
+        forced = builder(s)(s, cat, only_on(fm.options, acc))
         rows = _force(acc)(forced)
         if any(len(row.expr) == 0 for row in rows):
             out[acc] = None
@@ -166,14 +180,14 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
         for i, row in enumerate(rows):
             forced.prob.addConstraint(row, f"variant{i}")
         res = solve(forced, time_limit_s=time_limit_s, gap=0.0, mip=False)
-        out[acc] = res.objective if res.ok else None
+        out[acc] = res.objective if res.ok else (math.inf if res.status == "infeasible" else None)
     return out
 
 
 def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
     """The accelerators whose forced plan is re-solved as a MILP: the NEAREST_FORCED smallest LP
     bounds and any within NEAR of the plan's cost."""
-    ranked = sorted((b, a) for a, b in bounds.items() if b is not None)
+    ranked = sorted((b, a) for a, b in bounds.items() if b is not None and math.isfinite(b))
     return sorted({a for k, (b, a) in enumerate(ranked) if k < NEAREST_FORCED or b <= base * (1 + NEAR)})
 
 
@@ -256,6 +270,9 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         note = _forced(acc, opts).note if acc in with_options else ""
         if acc not in with_options:
             row["reason"] = _no_option_reason(acc, opts)
+        elif got is None and bounds.get(acc) == math.inf:
+            row["reason"] = ("it can run the jobs, but no plan using it meets the scenario's limits "
+                             "(budget, site power, availability or N+1), not even the LP relaxation")
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
