@@ -39,7 +39,7 @@ def _row(family, constraint, binding, price, unit, message, basis) -> dict:
 def _fleet_words(fm, res) -> str:
     """How the short-run prices hold the fleet: the systems owned, or only hourly rentals."""
     owned = any(round(res.values.get(v.name, 0.0)) > 0 for v in fm.n.values())
-    return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals)"
+    return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals or API tokens)"
 
 
 def _served(fm, res, dk: str) -> float:
@@ -47,6 +47,7 @@ def _served(fm, res, dk: str) -> float:
     d = fm.options.demands[dk]
     held = sum(fm.options.serve[k][i].users_per_replica * round(res.values.get(v.name, 0.0))
                for (k, i, _), v in fm.y.items() if k == dk)
+    held += sum(d.users * res.values.get(v.name, 0.0) for (k, _), v in getattr(fm, "api", {}).items() if k == dk)
     return min(held, d.users)
 
 
@@ -68,7 +69,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
             gap = f", {d.users - served:,.0f} unserved" if served < d.users else ""
             price = "-" if sr is None else _usd(sr, 2)
-            msg = (f"one more {what} on '{job.name}' costs {price}/yr {held} (busy power or "
+            msg = (f"one more {what} on '{job.name}' costs {price}/yr {held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {d.users:,} needed"
                    f"{gap}{down}.{tail} per {what}-year.")
             rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),

@@ -117,8 +117,7 @@ def three_checks(job: dict, spec, cat) -> dict:
 
 def summary(plan: dict, s) -> str:
     """The recommendation in one paragraph."""
-    parts = [f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
-             f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})" for f in plan["fleet"]]
+    parts = [_item(f) for f in plan["fleet"]]
     purchase = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
     text = "; ".join(parts) or "Nothing to acquire"
     text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
@@ -134,8 +133,17 @@ def summary(plan: dict, s) -> str:
     return text
 
 
+def _item(f: dict) -> str:
+    """One fleet line in words: systems acquired, or a hosted API billed per token."""
+    if f["acquisition"] == "api":
+        return f"Use {f['provider']}'s hosted API for {f['system']} (billed per token)"
+    return (f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
+            f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})")
+
+
 def _fleet(fleet: list[dict]) -> str:
-    return " + ".join(f"{f['systems']}x {f['system']} ({f['acquisition']})" for f in fleet)
+    return " + ".join(f"{f['provider']}'s API for {f['system']}" if f["acquisition"] == "api"
+                      else f"{f['systems']}x {f['system']} ({f['acquisition']})" for f in fleet)
 
 
 # --- when no accelerator can run a job ----------------------------------------------------------

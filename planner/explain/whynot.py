@@ -194,7 +194,9 @@ def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
 def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str]) -> list[Variant]:
     """The next-best, lifted-cap, raised-target and forced-accelerator variants of a plan."""
     out = []
-    if plan["fleet"]:
+    if plan["fleet"] and plan["fleet"][0]["acquisition"] == "api":  # the next best hosts it itself
+        out.append(Variant(("next",), options=dataclasses.replace(fm.options, api={})))
+    elif plan["fleet"]:
         out.append(Variant(("next",), options=without_systems(fm.options, {plan["fleet"][0]["system"]})))
     if s.site.power_cap_kw is not None:
         out.append(Variant(("cap", "power"), s.model_copy(update={"site": s.site.model_copy(
@@ -309,6 +311,8 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
     if got is None:
         return None
     systems = [plan["fleet"][0]["system"]]
+    if plan["fleet"][0]["acquisition"] == "api":
+        systems = [f"{plan['fleet'][0]['provider']}'s hosted API"]
     if got["status"] not in ("optimal", "feasible"):
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
