@@ -152,11 +152,12 @@ def test_catalog_path_missing(tmp_path, plan_cli):
 # --- scenarios with no plan ----------------------------------------------------------------------
 
 def test_model_that_fits_nowhere_names_reasons(tmp_path, plan_cli):
-    """A 140-trillion-parameter model fits no replica on any accelerator: exit 3, with a reason for each."""
+    """A 122-trillion-parameter model fits no replica on any accelerator: exit 3, with a reason for each
+    (its params_b agrees with its architecture, so no warning comes before the diagnosis)."""
     path = tmp_path / "s.yaml"
     path.write_text("""name: giant
 models:
-  - {id: giant, name: Giant, family: test, params_b: 140000, active_params_b: 140000, layers: 2000,
+  - {id: giant, name: Giant, family: test, params_b: 122423, active_params_b: 122423, layers: 2000,
      hidden_size: 65536, attention_heads: 512, kv_heads: 64, head_dim: 128, ffn_size: 262144,
      vocab_size: 128000, source: a test of a model too large for any fleet, as_of: 2026-01-01}
 jobs:
