@@ -75,7 +75,8 @@ def check_placement(p: dict, part, v: Verification) -> None:
         v.check("plan", isinstance(share, (int, float)) and 0.0 < share <= 1.0 + 1e-9,
                 f"{where}: share of runs {share} is not in (0, 1]")
         if isinstance(share, (int, float)) and p.get("runs_per_year") is not None:
-            v.check("plan", close(p["runs_per_year"], share * part.runs_per_year, 1e-3, 2e-3),
+            v.check("plan", close(p["runs_per_year"], share * part.runs_per_year, 1e-3,  # share: 4 places
+                                  2e-3 + 5e-5 * part.runs_per_year),
                     f"{where}: {p['runs_per_year']} runs a year; a share of {share} of "
                     f"{part.runs_per_year:g} runs is {share * part.runs_per_year:.3f}")
 

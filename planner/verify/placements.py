@@ -117,7 +117,8 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                 f"{where}: reports {p['hours_per_run']} h per run, physics gives {hours:.3f}")
         share = p["share_of_runs"]
         share_sum += share
-        runs = share * part.runs_per_year
+        stated = p.get("runs_per_year")  # 3 decimals, checked against the share (4 places) in numbers.py
+        runs = stated if isinstance(stated, (int, float)) else share * part.runs_per_year
         ledger.usage[o.id][part.key] += n * (est.hours if ledger.multi else hours) * runs
         per_run = max(1, math.ceil(n / system.accelerators))
         if owned(o):
