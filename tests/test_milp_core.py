@@ -151,3 +151,19 @@ def test_multi_year_plans_get_why_not_and_next_best():
     replanned = [a for a in plan["alternatives"] if a["basis"] == "milp" and a["fleet"]]
     assert replanned and all(a["cost_delta_usd_per_year"] >= 0 for a in replanned)
     assert any(e["family"] in ("target", "budget", "redundancy") for e in plan["explanations"])
+
+
+def test_a_near_zero_price_buys_no_idle_system(tmp_path, plan_cli):
+    """A system offered for a tenth of a cent (power billed at zero) is bought as often as the plan
+    needs it, one plus the N+1 spare, never more: the tie-break prices every system at a cent."""
+    import yaml
+
+    body = yaml.safe_load((SCENARIOS / "bank.yaml").read_text())
+    body["site"]["power_usd_per_kwh"] = 0
+    body["offers"] = [{"id": "h200-nvl-x4-buy-cheap", "system": "h200-nvl-x4", "acquisition": "buy",
+                       "provider": "oem", "purchase_usd": 1e-3, "useful_life_years": 5, "source": "a test",
+                       "as_of": "2026-12-01"}]
+    path = tmp_path / "cheap.yaml"
+    path.write_text(yaml.safe_dump(body))
+    plan = json.loads(plan_cli(path, "--format", "json", "--explain", "none").out)
+    assert [(f["offer"], f["systems"]) for f in plan["fleet"]] == [("h200-nvl-x4-buy-cheap", 2)]

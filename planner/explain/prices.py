@@ -26,6 +26,7 @@ import pulp
 
 from planner.milp import fleet
 from planner.milp.fleet import FleetModel
+from planner.milp.registry import TIE_BREAK_USD
 from planner.milp.solve import SolveResult, solve
 
 FIXED_STORES = ("n", "b", "u", "e")
@@ -162,5 +163,5 @@ def one_more_system(fm: FleetModel, fleet: dict[tuple, int], base: LPPrices,
             continue
         with fixed(fm, {**fleet, ("n", oid): count + 1}):
             res = _lp(fm, time_limit_s)
-        out[oid] = res.objective - base.objective if res.ok else None
+        out[oid] = res.objective - base.objective - TIE_BREAK_USD if res.ok else None  # the tie-break is no cost
     return out

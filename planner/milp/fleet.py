@@ -31,7 +31,7 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp.api import api_supply, define_api_variables
-from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
+from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, Registry
 from planner.options import shortlist
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Demand, Options
@@ -349,8 +349,10 @@ def _elastic(fm: FleetModel, family: str):
 
 
 def define_objective(fm: FleetModel) -> None:
-    """min yearly cost (+ coverage and elastic penalties when those modes are on)."""
-    obj = fm.total_cost()
+    """min yearly cost (+ coverage and elastic penalties when those modes are on) + a tie-break of
+    TIE_BREAK_USD per system held or rented, so that no idle system is ever bought, even at a
+    near-zero price."""
+    obj = fm.total_cost() + TIE_BREAK_USD * pulp.lpSum([*fm.n.values(), *fm.r.values()])
     if fm.unserved:
         weight = COVERAGE_WEIGHT * (1e3 if fm.elastic else 1)
         obj += pulp.lpSum(weight * fm.options.demands[dk].priority * v for dk, v in fm.unserved.items())

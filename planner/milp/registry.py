@@ -12,6 +12,7 @@ from planner.data.scenario import Scenario
 from planner.options.types import Options
 
 COVERAGE_WEIGHT = 1e9  # $ per unit of weighted unserved share: coverage first, then cost
+TIE_BREAK_USD = 0.01  # $ per system in the objective only: never an idle system at a near-zero price
 
 
 @dataclass

@@ -50,7 +50,7 @@ from planner.data.jobs import demands_of_job, hours_per_year
 from planner.data.scenario import Scenario
 from planner.data.years import Trend, life_years, trend_for, year_caps
 from planner.milp.api import api_supply, define_api_variables_years
-from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, Registry
+from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, Registry
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Options
 from planner.physics import costs
@@ -357,8 +357,9 @@ def _elastic(ym: YearModel, family: str, year: int):
 
 
 def define_objective(ym: YearModel) -> None:
-    """min NPV (+ priority-weighted unserved shares first in max-coverage; + elastic penalties)."""
-    obj = ym.npv()
+    """min NPV (+ priority-weighted unserved shares first in max-coverage; + elastic penalties) + the
+    tie-break of fleet.define_objective on every purchase, contract and rental."""
+    obj = ym.npv() + TIE_BREAK_USD * pulp.lpSum([*ym.p.values(), *ym.k.values(), *ym.r.values()])
     if ym.unserved:
         weight = COVERAGE_WEIGHT * (1e3 if ym.elastic else 1)
         obj += pulp.lpSum(weight * ym.options.demands[dk].priority * v for (dk, _), v in ym.unserved.items())
