@@ -99,7 +99,10 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
         binding = row is not None and shadow.is_tight(row, res.values)
         busy = ""
         if ("capacity", oid) in fm.rows:
-            busy = f"; {per - shadow.room(fm.rows[('capacity', oid)], res.values):g} of {per} accelerators busy at peak"
+            spare = system.accelerators * round(res.values.get(fm.u[oid].name, 0.0)) if oid in fm.u else 0
+            used = per - spare - shadow.room(fm.rows[("capacity", oid)], res.values)
+            busy = f"; {used:g} of {per} accelerators busy at peak" + (
+                f", {spare:g} kept free as the N+1 spare" if spare else "")
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
             tail = "; its upper bound (the offer's availability or the site's power) allows no more"
