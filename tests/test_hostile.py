@@ -45,7 +45,8 @@ CASES = {
                             b"  - {name: chat, stage: serve, model: llama-3.1-8b, concurrent_users: 20}\n",
                             2, "two jobs are named 'chat'"),
     "duplicate YAML key": (b"name: t\nname: u\njobs: []\n", 2, ":2: duplicate key 'name'"),
-    "unknown key": (serve("10").replace("concurrent_users", "concurent_users").encode(), 2, "2 problems:"),
+    "unknown key": (serve("10").replace("concurrent_users", "concurent_users").encode(), 2,
+                    "unknown key 'concurent_users'"),
     "unknown model": (serve("10").replace("llama-3.1-8b", "llama-3.1-8bb").encode(), 2,
                       "unknown model 'llama-3.1-8bb'"),
     "negative budget, zero power and hours": (

@@ -15,6 +15,7 @@ size in a given year of the horizon: year 1's size times demand_factor(job, year
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -79,6 +80,10 @@ class Demand:
     max_ttft_s: float | None = None
     workload: Workload | None = None
     train: TrainRun | None = None
+    pool: str | None = None
+    """serving demands with the same pool share replicas (policy.pool_jobs; see pools_of)"""
+    requests_per_s: float | None = None
+    """peak request rate of this part, when the job gives traffic as requests_per_s"""
 
 
 def kv_precision_of(precision: str, kv_precision: str | None = None) -> str:
@@ -88,6 +93,57 @@ def kv_precision_of(precision: str, kv_precision: str | None = None) -> str:
 
 def serve_workload(job: ServeJob) -> Workload:
     return Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens, job.context_tokens)
+
+
+def request_seconds(job: ServeJob, output_tokens: int) -> float:
+    """Seconds one request is in flight at the job's latency target: the TTFT limit (0 when unset)
+    plus its output at the per-user speed target."""
+    return (job.max_ttft_s or 0.0) + output_tokens / job.min_tokens_per_s_per_user
+
+
+def serve_parts(job: ServeJob) -> list[tuple[str, Workload, int, float | None]]:
+    """(demand key, workload, concurrent users, requests per s) for each request size of a serve job.
+
+    Without request_mix: the job itself. With requests_per_s, concurrency follows by Little's law
+    at the latency target, per bucket b of the mix:
+        users_b = ceil(requests_per_s x share_b x (max_ttft_s + output_tokens_b / min_tokens_per_s_per_user))
+    With concurrent_users and a mix, the users split in proportion to share_b x that time (the
+    share of in-flight requests of size b). A mix of several sizes gives parts '<job>/<in>x<out>'."""
+    mix = job.request_mix or [None]
+    sizes = [(b.input_tokens, b.output_tokens, b.share) if b else (job.input_tokens, job.output_tokens, 1.0)
+             for b in mix]
+    weights = [share * request_seconds(job, out) for _, out, share in sizes]
+    out = []
+    for (inp, outp, share), w in zip(sizes, weights):
+        key = job.name if len(sizes) == 1 else f"{job.name}/{inp}x{outp}"
+        ctx = job.context_tokens if (not job.request_mix or "context_tokens" in job.model_fields_set) else None
+        wl = Workload(job.precision, job.kv_precision, inp, outp, ctx)
+        if job.requests_per_s is not None:
+            rate = job.requests_per_s * share
+            users = max(1, math.ceil(rate * request_seconds(job, outp) - 1e-9))
+        else:
+            rate = None
+            users = max(1, math.ceil(job.concurrent_users * w / sum(weights) - 1e-9))
+        out.append((key, wl, users, rate))
+    return out
+
+
+def pool_key(job) -> str | None:
+    """Serving jobs that may share replicas: same model, precision, KV precision, engine, hours per
+    day and latency_critical (a replica runs one engine with one set of weights, for the hours its
+    jobs run; a latency-critical job shares only with other latency-critical ones)."""
+    if not isinstance(job, ServeJob):
+        return None
+    key = f"{job.model}/{job.precision}"
+    if job.kv_precision != kv_precision_of(job.precision):
+        key += f"/kv-{job.kv_precision}"
+    if job.engine:
+        key += f"/{job.engine}"
+    if job.hours_per_day < 24:
+        key += f"/{job.hours_per_day:g}h"
+    if job.latency_critical:
+        key += "/critical"
+    return key
 
 
 def rollout_workload(job: RLJob) -> Workload:
@@ -115,10 +171,11 @@ def demands_of_job(job, year: int = 1) -> list[Demand]:
     g = demand_factor(job, year)
     base = dict(job=job.name, priority=job.priority)
     if isinstance(job, ServeJob):
-        return [Demand(job.name, kind="serve", users=_scaled(job.concurrent_users, g),
+        return [Demand(key, kind="serve", users=_scaled(users, g),
                        hours_per_day=job.hours_per_day, latency_critical=job.latency_critical,
                        min_tokens_per_s=job.min_tokens_per_s_per_user, max_ttft_s=job.max_ttft_s,
-                       workload=serve_workload(job), **base)]
+                       workload=wl, requests_per_s=None if rate is None else rate * g, **base)
+                for key, wl, users, rate in serve_parts(job)]
     if isinstance(job, FinetuneJob):
         run = TrainRun(job.method, job.dataset_tokens * job.epochs, job.sequence_tokens, job.lora_rank, "bf16")
         return [Demand(job.name, kind="batch", runs_per_year=job.runs_per_year * g,
@@ -141,8 +198,24 @@ def demands_of_job(job, year: int = 1) -> list[Demand]:
 
 
 def demands_of(scenario, year: int = 1) -> list[Demand]:
-    """Every demand of the scenario in `year`, in job order."""
-    return [d for job in scenario.jobs for d in demands_of_job(job, year)]
+    """Every demand of the scenario in `year`, in job order, each serving demand with its pool
+    (pools_of) when policy.pool_jobs."""
+    out = [d for job in scenario.jobs for d in demands_of_job(job, year)]
+    pools = pools_of(scenario)
+    return [dataclasses.replace(d, pool=pools[d.key]) if d.key in pools else d for d in out]
+
+
+def pools_of(scenario) -> dict[str, str]:
+    """Demand key -> pool id, for serving demands that share replicas: those of serve jobs with
+    the same pool_key, when policy.pool_jobs and at least two demands share it."""
+    if not getattr(scenario.policy, "pool_jobs", False):
+        return {}
+    members: dict[str, list[str]] = {}
+    for job in scenario.jobs:
+        key = pool_key(job)
+        if key is not None:
+            members.setdefault(key, []).extend(k for k, *_ in serve_parts(job))
+    return {dk: key for key, dks in members.items() if len(dks) > 1 for dk in dks}
 
 
 def hours_per_year(d: Demand) -> float:

@@ -23,6 +23,7 @@ from planner.data.plan_parts import (
     FleetItem,
     NextBest,
     Placement,
+    PoolRow,
     Purchase,
     SolverInfo,
     Stage,
@@ -124,6 +125,8 @@ class Plan(BaseModel):
     fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "
                                                "costliest first")
     jobs: list[JobPlan] = Field(description="one entry per scenario job, in scenario order")
+    pools: list[PoolRow] = absent("replicas that several serving parts share (policy.pool_jobs; single-period "
+                                  "plans with such parts)")
     utilisation: list[Utilisation] = Field(description="how busy the owned systems are")
     years: list[YearEntry] = absent("one entry per year (multi-year only)")
     views: Views = absent("what the money figures mean (multi-year only)")

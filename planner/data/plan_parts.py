@@ -91,6 +91,30 @@ class Placement(Part):
     share_of_runs: float = absent("fraction of the job's runs done here, 0..1 (training only)")
     runs_per_year: float = absent("runs per year done here (training only)")
     power_w: float = absent("W drawn per device (edge only)")
+    basis: Literal["measured", "modelled"] = absent(
+        "where users_per_replica, tokens_per_s_per_user and ttft_s come from: measured (rows of a "
+        "measurements CSV for this model, system, TP and precision) or modelled (the physics model); serving only")
+    basis_note: str = absent("where the measurements come from (measured), or why they do not apply here "
+                             "(modelled: outside the measured request sizes)")
+    pool: str = absent("the pool whose replicas this part shares (policy.pool_jobs): replicas are the pool's "
+                       "on this configuration and offer, shared with the parts listed in the plan's pools")
+    replica_load: float = absent("replicas' worth of capacity this part's load takes of the pool's replicas "
+                                 "(users served / users_per_replica); pooled parts only")
+
+
+class PoolRow(Part):
+    """Replicas shared by several serving parts (policy.pool_jobs) on one configuration and offer."""
+
+    pool: str = Field(description="pool id: model/precision[/kv-KV][/engine][/Hh][/critical]; its parts may share replicas")
+    offer: str = Field(description="catalog offer id")
+    system: str = Field(description="catalog system id")
+    accelerator: str = Field(description="catalog accelerator id")
+    tensor_parallel: int = Field(description="tensor-parallel degree")
+    pipeline_parallel: int = Field(description="pipeline-parallel degree")
+    accelerators_per_replica: int = Field(description="accelerators per replica")
+    replicas: int = Field(description="replicas the pool holds here")
+    load: dict[str, float] = Field(description="part -> replicas' worth of load it puts here; the sum is at "
+                                               "most replicas (Melange's fractional load)")
 
 
 class UnitCost(Part):

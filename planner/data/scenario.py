@@ -86,6 +86,9 @@ class Policy(Strict):
     discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases (0, or at least "
                                                                "1e-6: a smaller rate is 0 in the arithmetic)")
     max_systems_per_offer: int = Field(512, ge=1, le=1_000_000, description="upper bound per offer when none is listed")
+    pool_jobs: bool = Field(True, description="serve jobs (and request_mix buckets) of one model, precision, KV "
+                            "precision, engine, hours/day and latency_critical share replicas and rented systems, "
+                            "split by load; false: whole replicas per job")
 
     @model_validator(mode="after")
     def _rate_computable(self):
@@ -145,6 +148,13 @@ class JobBase(Strict):
     demand_multipliers: Optional[list[Positive]] = Field(None, description="per-year demand factors")
 
 
+class RequestBucket(Strict):
+    """One request size of a serve job's traffic: its share of the requests."""
+    input_tokens: int = Field(ge=1, le=10_000_000, description="prompt tokens per request (not already cached)")
+    output_tokens: int = Field(ge=1, le=1_000_000, description="generated tokens per request")
+    share: float = Field(1.0, gt=0, le=1, description="fraction of the job's requests of this size")
+
+
 class ServeJob(JobBase):
     stage: Literal["serve"] = Field(description="serve: an LLM answering concurrent users")
     precision: ServePrecision = Field("bf16", description="weight precision: bf16, fp8, int8, int4 or fp4")
@@ -154,8 +164,13 @@ class ServeJob(JobBase):
                                        "already cached (default: an eighth of the context, "
                                        "a chat turn with some retrieved text)")
     output_tokens: int = Field(512, ge=1, le=1_000_000, description="tokens generated per request")
-    concurrent_users: int = Field(ge=1, le=100_000_000, description=(
-        "users generating at the same time at the daily peak: the demand the fleet is sized for"))
+    concurrent_users: Optional[int] = Field(None, ge=1, le=100_000_000, description=(
+        "users generating at the same time at the daily peak: the demand the fleet is sized for (or requests_per_s)"))
+    requests_per_s: Optional[float] = Field(None, gt=0, le=1e7, description=(
+        "peak requests per second (or concurrent_users); by Little's law per request_mix bucket: users = ceil("
+        "requests_per_s x share x (max_ttft_s, 0 if unset, + output_tokens / min_tokens_per_s_per_user))"))
+    request_mix: Optional[list[RequestBucket]] = Field(None, min_length=1, max_length=64, description=(
+        "request sizes with their shares of requests (summing to 1), each served as its own part"))
     min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000, description=(
         "speed every user must see while generating, output tokens per second per user"))
     max_ttft_s: Optional[float] = Field(None, gt=0, le=3600, description=(
@@ -168,6 +183,26 @@ class ServeJob(JobBase):
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
     engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
         None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")
+
+    @model_validator(mode="after")
+    def _traffic(self):
+        """One of concurrent_users / requests_per_s; a mix's shares sum to 1, its sizes distinct."""
+        mix, total = self.request_mix or [], sum(b.share for b in self.request_mix or [])
+        problem = ("give either concurrent_users or requests_per_s (peak), not both or neither"
+                   if (self.concurrent_users is None) == (self.requests_per_s is None) else
+                   f"request_mix shares sum to {total:g}; they must sum to 1" if mix and abs(total - 1) > 1e-6 else
+                   "request_mix lists one request size twice; merge the entries (add their shares)"
+                   if len({(b.input_tokens, b.output_tokens) for b in mix}) < len(mix) else
+                   "give request sizes either as input_tokens/output_tokens or as request_mix"
+                   if mix and {"input_tokens", "output_tokens"} & self.model_fields_set else "")
+        if problem:
+            raise ValueError(problem)
+        if mix:
+            if "context_tokens" not in self.model_fields_set:
+                self.context_tokens = max(b.input_tokens + b.output_tokens for b in mix)
+            self.input_tokens = round(sum(b.share * b.input_tokens for b in mix))
+            self.output_tokens = max(1, round(sum(b.share * b.output_tokens for b in mix)))
+        return self
 
     @model_validator(mode="after")
     def _tokens(self):
@@ -252,6 +287,8 @@ class Scenario(Strict):
     solver: Solver = Field(default_factory=Solver, description="MILP solver settings: time limit, gap, threads")
     jobs: list[Job] = Field(min_length=1, description=(
         "the work to plan for, at least one job; its 'stage' is serve, finetune, pretrain, rl or edge"))
+    measurements: list[str] = Field(default_factory=list, description="CSV files of measured TPOT/TTFT "
+                                    "(relative to this file) replacing the physics model where they have rows")
 
     @model_validator(mode="after")
     def _unique_names(self):
@@ -357,5 +394,7 @@ def load_scenario(path: str | Path) -> Scenario:
     scenario = parse_scenario(data, lines, str(path))
     if scenario.catalog and not Path(scenario.catalog).is_absolute():
         scenario.catalog = str((path.parent / scenario.catalog).resolve())
+    scenario.measurements = [m if Path(m).is_absolute() else str((path.parent / m).resolve())
+                             for m in scenario.measurements]
     return scenario
 

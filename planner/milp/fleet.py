@@ -30,6 +30,7 @@ from planner.data.catalog import Catalog, Offer
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
+from planner.milp import pooling
 from planner.milp.api import api_supply, define_api_variables
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, Registry
 from planner.options import shortlist
@@ -118,7 +119,9 @@ def define_serving_variables(fm: FleetModel) -> None:
         for i, oid in pairs:
             opt, o = fm.options.serve[dk][i], fm.offer(oid)
             up = math.ceil(d.users / max(opt.users_per_replica, 1)) if fm.tight else None
-            v = fm.var(fm.y, (dk, i, oid), "Integer", 0, up)
+            v = fm.var(fm.y, (dk, i, oid), "Continuous" if d.pool else "Integer", 0, up)
+            if d.pool:
+                continue  # a pooled demand's load: replicas, power and rent are the pool's (pooling.py)
             if _owned(o):
                 system = fm.system_of(oid)
                 busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
@@ -140,6 +143,8 @@ def define_spare_variables(fm: FleetModel) -> None:
         return
     for (dk, i, oid), yv in sorted(fm.y.items()):
         d, opt = fm.options.demands[dk], fm.options.serve[dk][i]
+        if d.pool:
+            continue  # pooling.define_pool_spares
         pool = oid if oid in fm.n else (dk, oid)
         u = fm.u[pool] if pool in fm.u else fm.var(fm.u, pool, "Binary")  # (an LpVariable is falsy)
         fm.add("spare-use", (dk, i, oid), yv <= math.ceil(d.users / max(opt.users_per_replica, 1)) * u)
@@ -208,7 +213,7 @@ def _supply(fm: FleetModel, dk: str):
     every user covers the demand whole, and the LP may not use a fraction of it for a fraction of
     the price)."""
     opts, users = fm.options.serve[dk], fm.options.demands[dk].users
-    cap = users if fm.tight else float("inf")
+    cap = users if fm.tight and not fm.options.demands[dk].pool else float("inf")  # pooled y is a load
     return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk)) + api_supply(fm, dk)
 
 
@@ -242,8 +247,8 @@ def define_capacity_constraints(fm: FleetModel) -> None:
     rented system without a replica or the spare: r[d,o] <= sum_i ceil(slots_i / acc_o) y[d,i,o] + u[d,o]
     (trim_rentals then lowers r to exactly ceil(sum_i slots_i y / accelerators_o))."""
     serve_on: dict[str, list] = {}
-    for (dk, i, oid), v in fm.y.items():
-        serve_on.setdefault(oid, []).append((fm.options.serve[dk][i], fm.options.demands[dk], v))
+    for oid, opt, d, v in pooling.serving_terms(fm):  # pooled demands count as their pools' replicas
+        serve_on.setdefault(oid, []).append((opt, d, v))
     batch_on: dict[str, list] = {}
     for (dk, i, oid), v in fm.x.items():
         if oid in fm.n:
@@ -308,6 +313,8 @@ def define_availability_constraints(fm: FleetModel) -> None:
     by_offer: dict[str, list] = {}
     for (dk, oid), rv in fm.r.items():
         by_offer.setdefault(oid, []).append(rv)
+    for (oid, _), rv in fm.rp.items():
+        by_offer.setdefault(oid, []).append(rv)
     for (dk, i, oid), ev in fm.e.items():
         by_offer.setdefault(oid, []).append(fm.options.demands[dk].units * ev)
     for oid, vs in sorted(by_offer.items()):
@@ -365,12 +372,15 @@ FAMILIES = (
     define_pairs,
     define_owned_variables,
     define_serving_variables,
+    pooling.define_pool_variables,
     define_spare_variables,
+    pooling.define_pool_spares,
     define_batch_variables,
     define_edge_variables,
     define_api_variables,
     define_demand_constraints,
     define_capacity_constraints,
+    pooling.define_pool_constraints,
     define_availability_constraints,
     define_budget_constraints,
     define_power_constraints,

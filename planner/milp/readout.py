@@ -10,6 +10,7 @@ from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HO
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model
+from planner.milp import pooling
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
 from planner.options.api import job_tokens
@@ -28,6 +29,8 @@ def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
     if not res.ok:
         return res
     values, saved = model.trim_rentals(fm, res.values)
+    values, pooled_saved = pooling.trim_pool_rentals(fm, values)
+    saved += pooled_saved
     if not saved:
         return res
     objective = None if res.objective is None else res.objective - saved
@@ -53,6 +56,10 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult) -> dict[str, float]:
         for key, v in store.items():
             var_offer[v.name] = key[2]
     for (dk, oid), v in fm.r.items():
+        var_offer[v.name] = oid
+    for key, v in fm.yp.items():
+        var_offer[v.name] = key[2]
+    for (oid, _), v in fm.rp.items():
         var_offer[v.name] = oid
     for key, v in fm.api.items():
         var_offer[v.name] = key[1]
@@ -92,6 +99,7 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
                                         for k, terms in sorted(fm.cost_terms.items())},
         "fleet": fleet,
         "jobs": jobs,
+        **({"pools": pooling.pool_rows(fm, res.values)} if fm.yp else {}),
         "utilisation": _utilisation(fm, res, usage),
         "solver": {"name": res.solver, "seconds": r2(res.seconds, 3), "gap": r2(res.gap, 6),
                    "variables": len(fm.prob.variables()), "constraints": len(fm.rows),
@@ -104,6 +112,8 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
     for oid, v in fm.n.items():
         held[oid] += _int(res, v)
     for (dk, oid), v in fm.r.items():
+        held[oid] += _int(res, v)
+    for (oid, _), v in fm.rp.items():
         held[oid] += _int(res, v)
     for (dk, i, oid), v in fm.x.items():
         if oid not in fm.n and _val(res, v) > 1e-6:
@@ -135,8 +145,13 @@ def _usage(fm, res) -> dict[str, dict[str, float]]:
     use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for aid, by in api_usage(fm, res.values).items():
         use[aid].update(by)
+    for oid, by in pooling.pooled_usage(fm, res.values).items():
+        for dk, hours in by.items():
+            use[oid][dk] += hours
     for (dk, i, oid), v in fm.y.items():
         d = fm.options.demands[dk]
+        if d.pool:
+            continue  # counted above: its share of the pool's replica-hours
         use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * hours_per_year(d)
     for (dk, i, oid), v in fm.x.items():
         opt, d = fm.options.batch[dk][i], fm.options.demands[dk]
@@ -161,6 +176,9 @@ def _placements(fm, res, dk) -> list[dict]:
     out = []
     if d.kind == "serve":
         for (k, i, oid), v in sorted(fm.y.items()):
+            if k == dk and d.pool:
+                out += _pooled_placement(fm, res, dk, i, oid, v)
+                continue
             reps = _int(res, v)
             if k != dk or reps <= 0:
                 continue
@@ -190,8 +208,23 @@ def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int
                       tps=opt.tokens_per_s_per_user, ttft=opt.ttft_s, hours=None,
                       mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
                       binding=opt.binding, regime=opt.regime,
-                      extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb),
+                      extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb), "basis": opt.basis,
+                             **({"basis_note": opt.basis_note} if opt.basis_note else {}),
                              "users_served": min(replicas * opt.users_per_replica, users_needed)})
+
+
+def _pooled_placement(fm, res, dk: str, i: int, oid: str, v) -> list[dict]:
+    """A pooled demand on one configuration: the pool's replicas there, the share of them its load
+    takes (replica_load) and the users that load serves."""
+    load = _val(res, v)
+    opt, d = fm.options.serve[dk][i], fm.options.demands[dk]
+    yv = fm.yp.get((d.pool, pooling.config_of(opt), oid))
+    if load <= 1e-6 or yv is None or _int(res, yv) <= 0:
+        return []
+    p = serve_placement(fm, oid, opt, dk, _int(res, yv), d.users)
+    p.update(pool=d.pool, replica_load=r2(load, 4),
+             users_served=min(d.users, round(load * opt.users_per_replica)))
+    return [p]
 
 
 def batch_placement(fm, oid: str, opt, dk: str, share: float, runs_per_year: float) -> dict:

@@ -37,6 +37,12 @@ class Registry:
     e: dict = field(default_factory=dict, kw_only=True)
     u: dict = field(default_factory=dict, kw_only=True)
     """spare binaries (N+1): owned offer (and year) -> u; rented (demand, offer[, year]) -> u"""
+    yp: dict = field(default_factory=dict, kw_only=True)
+    """pooled replicas (milp/pooling.py): (pool, (system, tp, pp), offer) -> Y"""
+    rp: dict = field(default_factory=dict, kw_only=True)
+    """systems rented for pools, shared by every pool: (offer, hours per day) -> R"""
+    pool_opt: dict = field(default_factory=dict, kw_only=True)
+    """pooled replica key -> (a member's option of that configuration, a member demand)"""
     api: dict = field(default_factory=dict, kw_only=True)
     """share of a serving demand's users on a hosted API: (demand, api offer[, year]) -> a in [0, 1]"""
     unserved: dict = field(default_factory=dict, kw_only=True)

@@ -19,6 +19,7 @@ from planner.data.scenario import (
     EdgeJob,
     Scenario,
 )
+from planner.options import measured
 from planner.options.api import api_options
 from planner.options.eligibility import (
     allowed_offers,
@@ -239,6 +240,7 @@ def build(s: Scenario, cat: Catalog) -> Options:
     opts.offers, opts.excluded_offers = allowed_offers(s, cat)
     jobs = {j.name: j for j in s.jobs}
     cache: dict = {}
+    rows = measured.rows_of(s, cat)
     for d in demands_of(s):
         opts.demands[d.key] = d
         job = jobs[d.job]
@@ -250,6 +252,8 @@ def build(s: Scenario, cat: Catalog) -> Options:
             system = cat.systems[sid]
             acc = cat.accelerators[system.accelerator]
             got, why = _options_for(d, job, m, acc, system, cache)
+            if d.kind == "serve" and rows:  # the user's measurements replace the physics where they exist
+                got, why = measured.replace(rows, d, m, acc, system, got, why, _pareto, replica_slots)
             if d.kind == "batch":
                 got, why = _hostable(opts, d, got, system, why)
             found.extend(got)

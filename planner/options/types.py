@@ -26,6 +26,10 @@ class ServeOption:
     kv_gb: float
     binding: str
     regime: str
+    basis: str = "modelled"
+    """measured: users, speed and TTFT from the user's measurements (options/measured.py)"""
+    basis_note: str = ""
+    """why measurements for this split do not apply (outside their range), or where they come from"""
 
     @property
     def systems_per_replica(self) -> int:

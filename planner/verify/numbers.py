@@ -66,7 +66,12 @@ def check_placement(p: dict, part, v: Verification) -> None:
         upr = p["users_per_replica"]
         v.check("plan", whole(upr) and upr >= 1, f"{where}: users_per_replica {upr} is not a whole number >= 1")
         served = p.get("users_served")
-        if served is not None and whole(upr):
+        if served is not None and whole(upr) and "pool" in p:  # a share of shared replicas
+            want = min(round(p["replica_load"] * upr), part.users)
+            v.check("demand", served == want and p["replica_load"] <= p["replicas"] * (1 + 1e-6) + 1e-4,
+                    f"{where}: reports {served} users served; a load of {p['replica_load']} replicas of {upr} "
+                    f"users serves {want} of {part.users} (pool of {p['replicas']} replicas)")
+        elif served is not None and whole(upr):
             v.check("demand", served == min(p["replicas"] * upr, part.users),
                     f"{where}: reports {served} users served; {p['replicas']} replicas of {upr} users "
                     f"serve {min(p['replicas'] * upr, part.users)} of {part.users}")

@@ -3,6 +3,7 @@ runs (fit, deadline, shares) and edge units (device kind, speed, power)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from planner.data.catalog import Catalog, Offer
@@ -19,6 +20,7 @@ from planner.verify.common import (
     owned,
     slots,
 )
+from planner.verify.measured import check_basis
 
 
 def _offer_of(p: dict, cat: Catalog, v: Verification, kind: str) -> tuple | None:
@@ -63,9 +65,15 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                        f"{where}: a replica of {replica} does not tile {system.accelerators}-accelerator systems"):
             continue
         fit = serving.max_batch_by_memory(m, acc, part.workload, tp, pp)
-        v.check("memory", upr <= fit and upr <= cap_batch,
-                f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
         est = serving.estimate(m, acc, part.workload, tp, pp, upr, engine=getattr(job, "engine", None))
+        basis = check_basis(p, part, m, system, s, v, where)
+        if basis is not None:  # measured: speed and TTFT from the same rows; memory where the physics fits
+            v.check("memory", fit < 1 or upr <= fit, f"{where}: {upr} users per replica, memory holds {fit}")
+            est = dataclasses.replace(est, tokens_per_s_per_user=1000.0 / basis[0],
+                                      ttft_ms=est.ttft_ms if basis[1] is None else basis[1])
+        else:
+            v.check("memory", upr <= fit and upr <= cap_batch,
+                    f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
         v.check("latency", est.tokens_per_s_per_user >= part.min_tokens_per_s * (1 - TIGHT),
                 f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.min_tokens_per_s:g}")
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
@@ -76,6 +84,9 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         if part.max_ttft_s is not None:
             v.check("latency", est.ttft_ms / 1e3 <= part.max_ttft_s * (1 + TIGHT),
                     f"{where}: first token after {est.ttft_ms / 1e3:.3f} s, limit {part.max_ttft_s:g} s")
+        if "pool" in p:  # shared replicas: the load it puts on them; the pool row holds them (verify/pools.py)
+            supply += p["replica_load"] * upr
+            continue
         supply += reps * upr
         hours = hours_per_year(part)
         ledger.usage[o.id][part.key] += reps * slot * hours
@@ -87,7 +98,7 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
             ledger.rent_hours[o.id][part.key] = hours
         ledger.uses[o.id].add("serve")
     need = part.users * (1 - short)
-    v.check("demand", supply >= need - 1e-6 * part.users,
+    v.check("demand", supply >= need - 1e-6 * part.users - sum(5e-5 * p["users_per_replica"] for p in placed if "pool" in p),
             f"'{part.key}' serves {supply} users of {part.users}" + (f" ({short:.1%} unserved)" if short else ""))
 
 

@@ -35,6 +35,7 @@ from planner.verify.fleet import check_fleet, check_totals
 from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
 from planner.verify.api import check_api, check_api_fleet
 from planner.verify.placements import check_batch, check_edge, check_serve
+from planner.verify.pools import check_pools
 from planner.verify.years import verify_years
 
 
@@ -87,6 +88,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
             if on_api:  # users on a hosted API need no replicas
                 short = min(1.0, short + on_api / part.users + 1e-6)
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
+    check_pools(plan, s, cat, v, ledger)
     hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
     check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v)
     check_fleet(hardware, s, cat, v, ledger, costed=not multi)

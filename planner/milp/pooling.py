@@ -1,0 +1,172 @@
+"""Pooled serving replicas (policy.pool_jobs) in the single-period fleet MILP: additive families.
+
+Serving demands of one pool (data.jobs.pools_of: serve jobs, and the request-size buckets of a
+request_mix, of the same model, precision, KV precision, engine and hours per day) share replicas,
+as in Melange (Griggs et al., 2024): a replica's capacity is split between the pool's demands by
+load. For a pool p, a configuration c = (system, TP, PP) and an offer o:
+
+  y[d,i,o] >= 0   continuous for pooled demands: replica-equivalents of demand d's load on option i
+                  (users served / users_per_replica_i), so a demand's traffic may split across
+                  configurations and offers; the demand row (fleet.define_demand_constraints) stays
+                  sum_i users_i y[d,i,o] >= users_d
+  Y[p,c,o]  int   replicas of configuration c that pool p holds on offer o
+  load row        sum_{d in p, i of config c} y[d,i,o] <= Y[p,c,o]   (Melange's fractional load:
+                  sum over buckets of rate / capacity on that configuration <= replicas)
+  R[o,h]    int   systems rented by the hour from offer o, shared by every pool that runs h hours a
+                  day: sum_{p,c} slots_c Y[p,c,o] <= accelerators_o (R[o,h] - u), and no idle system:
+                  R[o,h] <= sum ceil(slots_c / accelerators_o) Y[p,c,o] + u
+Owned offers: Y enters the capacity and hours rows in place of the pooled demands' y (fleet's
+serving_terms), and busy power is charged on Y: slots x busy $/accelerator-hour x hours x Y.
+N+1: Y[p,c,o] <= bound x u[pool of o] (one spare system per owned offer or shared rental pool).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pulp
+
+from planner.data.jobs import hours_per_year
+from planner.physics import costs
+
+SHARED = "(pooled)"
+"""the demand slot of a shared rental pool's keys: u[(SHARED, offer, hours/day)]"""
+
+
+def config_of(opt) -> tuple[str, int, int]:
+    return (opt.system, opt.tp, opt.pp)
+
+
+def _cap(fm, o) -> int:
+    return o.max_systems if o.max_systems is not None else fm.scenario.policy.max_systems_per_offer
+
+
+def pooled(fm, dk: str) -> str | None:
+    """The pool of demand dk, or None when it has replicas of its own."""
+    return fm.options.demands[dk].pool
+
+
+def _members(fm) -> dict[tuple, list]:
+    """(pool, config, offer) -> [(demand, option index, y variable)] over pooled demands' y."""
+    out: dict[tuple, list] = {}
+    for (dk, i, oid), v in sorted(fm.y.items()):
+        p = pooled(fm, dk)
+        if p is not None:
+            out.setdefault((p, config_of(fm.options.serve[dk][i]), oid), []).append((dk, i, v))
+    return out
+
+
+def define_pool_variables(fm) -> None:
+    """Y[p,c,o] int in {0..sum_d ceil(users_d / users_i)}; owned o: busy power on Y; rented o: a
+    shared R[o,h] with rent price x hours x R (see the module docstring)."""
+    site = fm.scenario.site
+    for key, ms in sorted(_members(fm).items()):
+        oid = key[2]
+        dk, i, _ = ms[0]
+        opt, d, o = fm.options.serve[dk][i], fm.options.demands[dk], fm.offer(oid)
+        up = sum(math.ceil(fm.options.demands[k].users / max(fm.options.serve[k][j].users_per_replica, 1))
+                 for k, j, _ in ms)
+        v = fm.var(fm.yp, key, "Integer", 0, up if fm.tight else None)
+        fm.pool_opt[key] = (opt, d)
+        if costs.is_owned(o):
+            system = fm.system_of(oid)
+            busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
+            fm.cost("power", busy * opt.accelerator_slots * hours_per_year(d), v)
+        elif (oid, d.hours_per_day) not in fm.rp:
+            rv = fm.var(fm.rp, (oid, d.hours_per_day), "Integer", 0, _cap(fm, o))
+            fm.cost("rental", o.price_usd_per_hour * hours_per_year(d), rv)
+
+
+def define_pool_spares(fm) -> None:
+    """N+1 for pooled replicas: Y[p,c,o] <= bound u, u the owned offer's spare or the shared rental
+    pool's (capacity rows keep that system free)."""
+    if fm.scenario.policy.redundancy != "n+1":
+        return
+    for key, yv in sorted(fm.yp.items()):
+        oid = key[2]
+        d = fm.pool_opt[key][1]
+        spare = oid if oid in fm.n else (SHARED, oid, d.hours_per_day)
+        u = fm.u[spare] if spare in fm.u else fm.var(fm.u, spare, "Binary")
+        fm.add("pool-spare", key, yv <= (yv.upBound or _cap(fm, fm.offer(oid))) * u)
+
+
+def serving_terms(fm) -> list[tuple[str, object, object, object]]:
+    """(offer, option, demand, integer replicas) on every offer: unpooled demands' y and the pools'
+    Y (the capacity rows count whole replicas)."""
+    out = [(oid, fm.options.serve[dk][i], fm.options.demands[dk], v) for (dk, i, oid), v in fm.y.items()
+           if pooled(fm, dk) is None]
+    out += [(key[2], *fm.pool_opt[key], v) for key, v in fm.yp.items()]
+    return out
+
+
+def define_pool_constraints(fm) -> None:
+    """load rows sum y <= Y; shared rentals: slots <= acc (R - u), R <= whole systems used + u."""
+    for key, ms in sorted(_members(fm).items()):
+        fm.add("pool-load", key, pulp.lpSum(v for _, _, v in ms) <= fm.yp[key])
+    used: dict[tuple, list] = {}
+    for key, v in fm.yp.items():
+        opt, d = fm.pool_opt[key]
+        if (key[2], d.hours_per_day) in fm.rp:
+            used.setdefault((key[2], d.hours_per_day), []).append((opt.accelerator_slots, v))
+    for (oid, h), rv in sorted(fm.rp.items()):
+        per = fm.system_of(oid).accelerators
+        spare = fm.u.get((SHARED, oid, h), 0)
+        terms = used.get((oid, h), [])
+        fm.add("pool-rental", (oid, h), pulp.lpSum(c * v for c, v in terms) <= per * (rv - spare))
+        fm.add("pool-rental-use", (oid, h),
+               rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in terms) + spare)
+
+
+def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:
+    """Shared rentals lowered to ceil(sum slots Y / accelerators) (+ the spare), like
+    fleet.trim_rentals; returns the values and the yearly cost saved."""
+    out, saved = dict(values), 0.0
+    price = {v.name: c for c, v in fm.cost_terms.get("rental", [])}
+    for (oid, h), rv in sorted(fm.rp.items()):
+        per = fm.system_of(oid).accelerators
+        slots = sum(fm.pool_opt[key][0].accelerator_slots * round(values.get(v.name, 0.0))
+                    for key, v in fm.yp.items() if key[2] == oid and fm.pool_opt[key][1].hours_per_day == h)
+        need = math.ceil(slots / per - 1e-6)
+        if need and (SHARED, oid, h) in fm.u:
+            need += 1
+        held = round(values.get(rv.name, 0.0))
+        if held > need:
+            out[rv.name] = float(need)
+            saved += price.get(rv.name, 0.0) * (held - need)
+    return out, saved
+
+
+def pooled_usage(fm, values: dict[str, float]) -> dict[str, dict[str, float]]:
+    """offer -> pooled demand -> accelerator-hours per year: each pool row's replica-hours split
+    between its demands by the load each puts on it."""
+    use: dict[str, dict[str, float]] = {}
+    for key, ms in _members(fm).items():
+        yv = fm.yp.get(key)
+        if yv is None:
+            continue
+        opt, d = fm.pool_opt[key]
+        hours = round(values.get(yv.name, 0.0)) * opt.accelerator_slots * hours_per_year(d)
+        loads = [(dk, values.get(v.name, 0.0)) for dk, _, v in ms]
+        total = sum(x for _, x in loads)
+        for dk, x in loads:
+            if total > 1e-9 and x > 1e-9:
+                use.setdefault(key[2], {}).setdefault(dk, 0.0)
+                use[key[2]][dk] += hours * x / total
+    return use
+
+
+def pool_rows(fm, values: dict[str, float]) -> list[dict]:
+    """The plan's `pools`: which demands share which replicas, with the load each puts on them."""
+    out = []
+    for key, ms in sorted(_members(fm).items()):
+        yv = fm.yp.get(key)
+        reps = round(values.get(yv.name, 0.0)) if yv is not None else 0
+        loads = {dk: round(values.get(v.name, 0.0), 4) for dk, _, v in ms if values.get(v.name, 0.0) > 1e-6}
+        if reps <= 0 or not loads:
+            continue
+        p, (system, tp, pp), oid = key
+        opt, _ = fm.pool_opt[key]
+        out.append({"pool": p, "offer": oid, "system": system, "accelerator": opt.accelerator,
+                    "tensor_parallel": tp, "pipeline_parallel": pp, "accelerators_per_replica": tp * pp,
+                    "replicas": reps, "load": loads})
+    return out

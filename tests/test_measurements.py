@@ -1,0 +1,83 @@
+"""The user's own measurements replace the physics model where they have rows (issue 12)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from planner.app.planning import make_plan
+from planner.data.catalog import load_catalog
+from planner.data.errors import InputError
+from planner.data.measurements import parse_measurements
+from planner.data.scenario import Scenario
+from planner.physics import measured
+from planner.verify.plan import verify
+
+CSV = Path(__file__).parent / "data" / "measurements" / "llama8b-rtx4090.csv"
+HEADER = "model,system,tp,precision,input_tokens,output_tokens,concurrency,tpot_ms,ttft_ms,source\n"
+
+
+def scenario(input_tokens=512, output_tokens=128, users=40) -> Scenario:
+    return Scenario.model_validate({
+        "name": "m", "measurements": [str(CSV)],
+        "policy": {"acquisition": ["on-demand"], "accelerators": ["rtx-4090"]},
+        "jobs": [{"name": "chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+                  "concurrent_users": users, "input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "context_tokens": 8192, "min_tokens_per_s_per_user": 40}]})
+
+
+def test_measured_rows_set_users_speed_and_basis_and_the_verifier_agrees():
+    s = scenario()
+    plan = make_plan(s, explain=False)
+    [p] = plan["jobs"][0]["placements"]
+    assert p["basis"] == "measured" and p["basis_note"].startswith("measured: synthetic")
+    rows = measured.rows_for(parse_measurements(CSV.read_text(), str(CSV)), "llama-3.1-8b", "rtx-4090-x1", 1, 1, "fp8")
+    tpot, _ = measured.at(rows, 512, 128, p["users_per_replica"])
+    assert p["tokens_per_s_per_user"] == pytest.approx(1000 / tpot, abs=0.01) and 1000 / tpot >= 40
+    assert p["users_per_replica"] <= 64  # never beyond the largest concurrency measured
+    assert verify(plan, s, load_catalog()).ok
+    forged = copy.deepcopy(plan)
+    forged["jobs"][0]["placements"][0]["basis"] = "modelled"
+    assert not verify(forged, s, load_catalog()).ok
+
+
+def test_far_outside_the_measured_sizes_the_physics_model_stands_and_says_why():
+    plan = make_plan(scenario(input_tokens=6000, output_tokens=1500, users=4), explain=False)
+    for p in plan["jobs"][0]["placements"]:
+        assert p["basis"] == "modelled"
+        assert "measurements cover 512-8000 input and 128-600 output tokens" in p["basis_note"]
+
+
+def test_interpolation_is_monotone_and_stays_in_range():
+    rows = parse_measurements(HEADER + "m,s,1,fp8,1000,100,1,10,50,x\nm,s,1,fp8,1000,100,8,20,,x\n"
+                              "m,s,1,fp8,1000,100,4,25,80,x\n", "t.csv")
+    assert measured.at(rows, 1000, 100, 2)[0] == pytest.approx(10 + 15 / 3)  # 1 -> 4 rises to 25
+    assert measured.at(rows, 1000, 100, 6)[0] == 25  # the dip at 8 is lifted to 25: never faster with more users
+    assert measured.at(rows, 1000, 100, 9) is None  # beyond the largest concurrency measured
+    assert measured.at(rows, 1000, 100, 3)[1] is None  # a row without TTFT: TTFT is not measured
+    cap, why = measured.capacity(rows, 5000, 100, 10, None)
+    assert cap is None and "beyond them" in why
+
+
+@pytest.mark.parametrize("line, words", [
+    ("llama-3.1-8b,rtx-4090-x1,1,fp8,512,128,four,10,,x", "t.csv:2: concurrency is 'four', not a number"),
+    ("llama-3.1-8b,rtx-4090-x1,1,fp9,512,128,4,10,,x", "t.csv:2: precision 'fp9' is unknown"),
+    ("llama-3.1-8b,rtx-4090-x1,0,fp8,512,128,4,10,,x", "t.csv:2: tp is '0'"),
+    ("llama-3.1-8b,rtx-4090-x1,1,fp8,512,128,4,10", "t.csv:2: 8 cells, the header has 10"),
+])
+def test_bad_rows_name_file_and_line(line, words):
+    with pytest.raises(InputError) as e:
+        parse_measurements(HEADER + line + "\n", "t.csv")
+    assert words in str(e.value)
+
+
+def test_an_unknown_system_in_the_file_exits_2_with_its_line(tmp_path, plan_cli):
+    bad = tmp_path / "m.csv"
+    bad.write_text(HEADER + "llama-3.1-8b,rtx-4090-x9,1,fp8,512,128,4,10,,x\n")
+    sc = tmp_path / "s.yaml"
+    sc.write_text("name: t\nmeasurements: [m.csv]\njobs:\n  - {name: c, stage: serve, model: llama-3.1-8b, "
+                  "concurrent_users: 4}\n")
+    r = plan_cli(sc)
+    assert r.code == 2 and f"{bad}:2: unknown system 'rtx-4090-x9'" in r.err
