@@ -43,9 +43,11 @@ def _fleet_words(fm, res) -> str:
 
 
 def _served(fm, res, dk: str) -> float:
-    """Users (or rollouts) demand dk's replicas serve in the plan, at most its demand."""
+    """Users (or rollouts) demand dk's replicas serve in the plan, at most its demand: whole replicas,
+    or a pooled demand's load on its pool's replicas (a fraction), plus its API share."""
     d = fm.options.demands[dk]
-    held = sum(fm.options.serve[k][i].users_per_replica * round(res.values.get(v.name, 0.0))
+    whole = round if not d.pool else float
+    held = sum(fm.options.serve[k][i].users_per_replica * whole(res.values.get(v.name, 0.0))
                for (k, i, _), v in fm.y.items() if k == dk)
     held += sum(d.users * res.values.get(v.name, 0.0) for (k, _), v in getattr(fm, "api", {}).items() if k == dk)
     return min(held, d.users)
