@@ -153,7 +153,9 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
 
 def _job_summary(j) -> str:
     if j.stage == "serve":
-        return (f", {j.precision}, {j.concurrent_users:,} users x {j.min_tokens_per_s_per_user:g} tok/s, "
+        load = (f"{j.concurrent_users:,} users" if j.concurrent_users is not None
+                else f"{j.requests_per_s:g} requests/s at peak")
+        return (f", {j.precision}, {load} x {j.min_tokens_per_s_per_user:g} tok/s, "
                 f"{j.context_tokens:,} context, {j.hours_per_day:g} h/day")
     if j.stage == "finetune":
         return f", {j.method}, {j.dataset_tokens * j.epochs:,.0f} tokens/run, {j.runs_per_year:g} runs/yr"
