@@ -20,7 +20,7 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300)
 
 
-@pytest.mark.parametrize("scenario, seeds", [("bank.yaml", ("0", "4242")), ("choose-go.yaml", ("0", "77"))])
+@pytest.mark.parametrize("scenario, seeds", [("bank.yaml", ("0", "4242")), ("mixed.yaml", ("0", "77"))])
 def test_json_is_byte_identical_across_runs_and_hash_seeds(scenario, seeds):
     outs = [cli(SCENARIOS / scenario, "--format", "json", "--no-timings", env={"PYTHONHASHSEED": seed})
             for seed in seeds]

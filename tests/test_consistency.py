@@ -179,11 +179,9 @@ def test_policy_may_name_the_provider_of_an_inline_offer(tmp_path, plan_cli):
 # --- 5. the plan is never beaten by its own what-if re-plans ---------------------------------------------
 
 def test_choose_go_is_solved_exactly_and_no_alternative_undercuts_it():
-    from conftest import SCENARIOS
+    from conftest import shipped_plan
 
-    from planner.data.scenario import load_scenario
-
-    p = make_plan(load_scenario(SCENARIOS / "choose-go.yaml"))
+    p = shipped_plan("choose-go.yaml")[1]  # planned and explained once per session
     assert p["solver"]["pairs_pruned"] == 0
     deltas = [r["cost_delta_usd_per_year"] for r in p["alternatives"] if r["cost_delta_usd_per_year"] is not None]
     assert deltas and min(deltas) >= 0
