@@ -339,7 +339,7 @@ def load_plan_or_solve(path: str | Path, catalog_paths: tuple[str, ...] = (), ti
         return read_plan_file(path)
     from planner.app.pipeline import plan_file
 
-    return plan_file(path, catalog_paths, time_limit_s)
+    return plan_file(path, catalog_paths, time_limit_s, explain="none")  # compare reads costs and fleets only
 
 
 COMPARE_ROWS = [("status", "status"), ("$/year", "total_cost_usd_per_year"),
