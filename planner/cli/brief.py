@@ -40,8 +40,10 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
     out.append("Fleet")
     fleet = plan["fleet"]
     for f in fleet[:4]:
-        out += _wrap(f"{f['systems']}x {f['system']} ({f['accelerators']} x {f['accelerator']}), {f['acquisition']} from "
-                     f"{f['provider']}: {usd(f['cost_usd_per_year'])}/year", width, "  ", limit=1)
+        what = (f"{f['provider']}'s hosted API for {f['system']}, billed per token" if f["acquisition"] == "api" else
+                f"{f['systems']}x {f['system']} ({f['accelerators']} x {f['accelerator']}), {f['acquisition']} from "
+                f"{f['provider']}")
+        out += _wrap(f"{what}: {usd(f['cost_usd_per_year'])}/year", width, "  ", limit=1)
     if len(fleet) > 4:
         out.append(f"  ... and {len(fleet) - 4} more")
     if plan.get("years"):
