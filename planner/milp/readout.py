@@ -1,5 +1,5 @@
-"""From a scenario to a plan: resolve the catalog, build options, solve, and read the answer out
-into the JSON contract (fleet, jobs with placements and unit costs, solver)."""
+"""A solved single-period fleet model read out into the plan's JSON contract (planner.data.plan):
+fleet, jobs with placements and unit costs, utilisation, solver. Planning itself is app/planning.py."""
 
 from __future__ import annotations
 

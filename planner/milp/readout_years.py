@@ -1,4 +1,4 @@
-"""Multi-year plans: solve the multi-year MILP and read it out into the JSON contract.
+"""A solved multi-year model read out into the plan's JSON contract (planning is app/planning.py).
 
 The single-period keys keep their meaning where they can, for the final year of the horizon:
   total_cost_usd_per_year      the average yearly cost in the accounting view (purchases annuitised
