@@ -27,3 +27,21 @@ budget: {opex_usd_per_year: 18500.0, mode: max-coverage}
     assert res.code == 0, res.err
     trainer = [p for j in json.loads(res.out)["jobs"] for p in j["placements"] if p.get("share_of_runs")]
     assert trainer and all(abs(p["runs_per_year"] - p["share_of_runs"] * 365) <= 0.02 for p in trainer)
+
+
+def test_a_tiny_rented_share_of_a_huge_run_is_verified_within_its_rounding(plan_cli, tmp_path):
+    """fuzz seed 4 case 716: a $1,440 budget buys 0.09% of one pretraining run of a 32B model on
+    4,096 rented TPU slices (max-coverage). The share (0.0009) and runs (0.001) as stated hide
+    1.5% and 13% of the rent; the verifier allowed neither and rejected a correct plan (exit 1)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-95471
+jobs:
+- {name: pre-0, stage: pretrain, model: qwen3-32b, training_tokens: 3980000000000.0, max_days: 1,
+   precision: bf16, sequence_tokens: 4096}
+solver: {time_limit_s: 5}
+site: {kind: office, cooling: liquid, power_cap_kw: 1360.0}
+budget: {usd_per_year: 1440.0, mode: max-coverage}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["total_cost_usd_per_year"] <= 1440.0 + 1.0

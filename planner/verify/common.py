@@ -104,6 +104,7 @@ class Ledger:
         self.rent_slots = defaultdict(lambda: defaultdict(float))  # offer -> part -> accelerators
         self.slot_hours = defaultdict(float)  # offer -> accelerator-hours per year
         self.hours_slack = defaultdict(float)  # offer -> accelerator-hours the plan's rounding hides
+        self.rent_slack = defaultdict(float)  # offer -> USD of batch rent the plan's rounding hides
         self.batch_fit = defaultdict(list)  # offer -> accelerators per run
         self.edge_units = defaultdict(int)
         self.rent_usd = defaultdict(float)  # offer -> rentals other than serving (batch)

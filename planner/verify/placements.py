@@ -128,8 +128,11 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                 f"{where}: reports {p['hours_per_run']} h per run, physics gives {hours:.3f}")
         share = p["share_of_runs"]
         share_sum += share
-        stated = p.get("runs_per_year")  # 3 decimals, checked against the share (4 places) in numbers.py
-        runs = stated if isinstance(stated, (int, float)) else share * part.runs_per_year
+        # the share is stated to 4 places, the runs to 3 (checked against each other in numbers.py):
+        # re-derive from the more precise of the two, and allow what its rounding hides
+        hidden = min(5e-5 * part.runs_per_year, 5e-4)
+        stated = p.get("runs_per_year")
+        runs = stated if isinstance(stated, (int, float)) and hidden == 5e-4 else share * part.runs_per_year
         ledger.usage[o.id][part.key] += n * (est.hours if ledger.multi else hours) * runs
         per_run = max(1, math.ceil(n / system.accelerators))
         if owned(o):
@@ -139,6 +142,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         else:
             ledger.batch_fit[o.id].append(per_run * system.accelerators)
             ledger.rent_usd[o.id] += per_run * hours * o.price_usd_per_hour * runs
+            ledger.rent_slack[o.id] += per_run * hours * o.price_usd_per_hour * hidden
         ledger.uses[o.id].add("batch")
     v.check("demand", close(share_sum + short, 1.0, 0.0, 2e-3),
             f"'{part.key}': placements cover {share_sum:.4f} of its runs" + (f" (+{short:.1%} unserved)" if short else ""))
