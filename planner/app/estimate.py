@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from planner.data.catalog import load_catalog
 from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
+from planner.data.jobs import kv_precision_of
 from planner.data.notes import note
 from planner.physics import arch, serving, training
 
@@ -77,7 +78,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         method = "pretrain" if req.stage == "pretrain" else req.method
         est = training.estimate(m, acc, method, req.tokens, req.count, precision="bf16")
         return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
-    kv = req.kv_precision or ("fp8" if req.precision in ("fp8", "fp4") else "bf16")
+    kv = kv_precision_of(req.precision, req.kv_precision)
     wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens)
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,

@@ -146,6 +146,12 @@ def pool_key(job) -> str | None:
     return key
 
 
+def edge_workload(job: EdgeJob) -> Workload:
+    """An edge unit's requests: half its context in, a quarter out, the whole context reserved."""
+    ctx = job.context_tokens
+    return Workload(job.precision, kv_precision_of(job.precision), max(1, ctx // 2), max(1, ctx // 4), ctx)
+
+
 def rollout_workload(job: RLJob) -> Workload:
     """An RL rollout: a prompt of a quarter of the context (at most job.rollout_prompt_tokens),
     generating the rest."""

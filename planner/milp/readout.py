@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model

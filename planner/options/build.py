@@ -11,6 +11,7 @@ from __future__ import annotations
 from planner.data.catalog import Catalog, System
 from planner.data.jobs import (  # noqa: F401
     demands_of,
+    edge_workload,
     hours_per_year,
     rollout_workload,
     serve_workload,
@@ -214,8 +215,7 @@ EDGE_KINDS = {"robot": ("edge",), "desk": ("workstation",), "phone": (), "any": 
 def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[EdgeOption | None, str]:
     if system.accelerators != 1 or system.kind not in EDGE_KINDS[job.device]:
         return None, ""
-    wl = serving.Workload(job.precision, "fp8" if job.precision in ("fp8", "fp4") else "bf16",
-                          max(1, job.context_tokens // 2), max(1, job.context_tokens // 4), job.context_tokens)
+    wl = edge_workload(job)
     est = serving.estimate(m, acc, wl, 1, 1, 1)
     power_w = acc.tdp_w or system.power_kw * 1000
     if not est.fits:

@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from planner.data.catalog import Catalog, Offer
-from planner.data.jobs import Demand, hours_per_year
+from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
 from planner.physics import costs, serving, training
 from planner.physics.calibration import default as calibration
@@ -150,9 +150,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
 
 def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
-    prec = job.precision
-    wl = serving.Workload(prec, "fp8" if prec in ("fp8", "fp4") else "bf16", max(1, job.context_tokens // 2),
-                          max(1, job.context_tokens // 4), job.context_tokens)
+    wl = edge_workload(job)
     units = 0
     for p in placed:
         got = _offer_of(p, cat, v, "edge")
