@@ -16,7 +16,6 @@ from planner.explain.diagnosis import (
 from planner.explain.narrative import explain_plan, explain_years
 from planner.milp import fleet as model
 from planner.milp import prune
-from planner.milp import years as year_model
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
 from planner.milp.solve import SolveResult, solve
@@ -79,7 +78,7 @@ def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_l
                         explain: bool | str = True) -> dict:
     check_multiyear(s)
     cat, opts = prepare(s, catalog_paths)
-    ym = year_model.build(s, cat, opts)
+    ym = model.build(s, cat, opts)
     res = solve(ym, time_limit_s=time_limit_s)
     if res.status == "infeasible":
         raise InfeasibleError(diagnose_years(s, cat, opts, time_limit_s))

@@ -12,7 +12,6 @@ from planner.data.scenario import Scenario
 from planner.data.years import year_caps
 from planner.explain.three_checks import closest_miss
 from planner.milp import fleet as model
-from planner.milp import years as year_model
 from planner.milp.readout import r2
 from planner.milp.solve import solve
 from planner.options.types import Demand, Options
@@ -70,7 +69,7 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
     if not res.ok:
         raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
     relax = []
-    for family, v in sorted(fm.slack.items()):
+    for (family, _), v in sorted(fm.slack.items()):
         amount = res.values.get(v.name, 0.0)
         if amount <= 1e-6:
             continue
@@ -82,14 +81,14 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
                           "message": f"power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
                                      f"{cap:,.1f} to {new:,.2f})"})
         else:
-            field = {"budget": "usd_per_year", "capex": "capex_usd_per_year", "opex": "opex_usd_per_year"}[family]
+            field = {"usd": "usd_per_year", "capex": "capex_usd_per_year", "opex": "opex_usd_per_year"}[family]
             cap = getattr(s.budget, field)
             new = float(math.ceil(cap + amount - 1e-6))
             relax.append({"family": "budget", "constraint": f"budget.{field}", "shortfall": round(amount, 2),
                           "unit": "USD per year", "current": cap, "suggested": new,
                           "message": f"budget short by ${amount:,.0f}/yr (raise budget.{field} from "
                                      f"${cap:,.0f} to ${new:,.0f})"})
-    for dk, v in sorted(fm.unserved.items()):
+    for (dk, _), v in sorted(fm.unserved.items()):
         share = res.values.get(v.name, 0.0)
         if share <= 1e-6:
             continue
@@ -111,7 +110,7 @@ FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
 
 def diagnose_years(s: Scenario, cat, opts, time_limit_s=None) -> Diagnosis:
     """The elastic multi-year model: each year's budget or power shortfall, or unmeetable demand."""
-    ym = year_model.build(s, cat, opts, elastic=True)
+    ym = model.build(s, cat, opts, elastic=True)
     res = solve(ym, time_limit_s=time_limit_s)
     if not res.ok:
         raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")

@@ -48,8 +48,8 @@ def _served(fm, res, dk: str) -> float:
     d = fm.options.demands[dk]
     whole = round if not d.pool else float
     held = sum(fm.options.serve[k][i].users_per_replica * whole(res.values.get(v.name, 0.0))
-               for (k, i, _), v in fm.y.items() if k == dk)
-    held += sum(d.users * res.values.get(v.name, 0.0) for (k, _), v in getattr(fm, "api", {}).items() if k == dk)
+               for (k, i, _, t), v in fm.y.items() if k == dk and t == fm.first)
+    held += sum(d.users * res.values.get(v.name, 0.0) for (k, _, t), v in fm.api.items() if k == dk and t == fm.first)
     return min(held, d.users)
 
 
@@ -93,16 +93,17 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
 def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
     rows = []
     for oid, delta in sorted(more.items()):
-        n = fleet[("n", oid)]
+        n = fleet[(shadow.store_of(fm, oid), (oid, fm.first))]
         system = fm.system_of(oid)
         o = fm.offer(oid)
         per = system.accelerators * n
-        row = fm.rows.get(("capacity", oid)) or fm.rows.get(("hours", oid))
+        key = (oid, fm.first)
+        row = fm.rows.get(("capacity", key)) or fm.rows.get(("hours", key))
         binding = row is not None and shadow.is_tight(row, res.values)
         busy = ""
-        if ("capacity", oid) in fm.rows:
-            spare = system.accelerators * round(res.values.get(fm.u[oid].name, 0.0)) if oid in fm.u else 0
-            used = per - spare - shadow.room(fm.rows[("capacity", oid)], res.values)
+        if ("capacity", key) in fm.rows:
+            spare = system.accelerators * round(res.values.get(fm.u[key].name, 0.0)) if key in fm.u else 0
+            used = per - spare - shadow.room(fm.rows[("capacity", key)], res.values)
             busy = f"; {used:g} of {per} accelerators busy at peak" + (
                 f", {spare:g} kept free as the N+1 spare" if spare else "")
         fixed = shadow.fixed_cost_per_system(fm, oid)
@@ -124,7 +125,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
     if got is not None:
         cap = s.site.power_cap_kw
         used = sum(f["power_kw"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
-        lp = long.rows.get(("power", "site")) if long.ok else None
+        lp = long.rows.get(("power", ("site", 1))) if long.ok else None
         lp_text = f"; LP relaxation: {_usd(-lp)} per kW-year" if lp else ""
         if got.get("cost") is not None and got["cost"] < base - tol and got["power_kw"] > cap:
             price = (got["cost"] - base) / (got["power_kw"] - cap)

@@ -29,7 +29,7 @@ from planner.milp.fleet import FleetModel
 from planner.milp.registry import TIE_BREAK_USD
 from planner.milp.solve import SolveResult, solve
 
-FIXED_STORES = ("n", "b", "u", "e")
+FIXED_STORES = ("p", "k", "b", "u", "e")
 EPS = 1e-6
 
 
@@ -113,7 +113,7 @@ def _read(fm: FleetModel, res: SolveResult) -> LPPrices:
     for key, c in sorted(fm.rows.items()):
         out.rows[key] = dual(c)
     for dk, d in sorted(fm.options.demands.items()):
-        mine = [key for key in fm.rows if key[0] == "demand" and key[1] == dk]
+        mine = [key for key in fm.rows if key[0] == "demand" and key[1][0] == dk]
         price = sum(out.rows[key] for key in mine)
         if d.kind == "batch" and d.runs_per_year:
             price /= d.runs_per_year
@@ -143,6 +143,11 @@ def long_run(fm: FleetModel, time_limit_s: float | None = None) -> LPPrices:
     return _read(plain, _lp(plain, time_limit_s))
 
 
+def store_of(fm: FleetModel, oid: str) -> str:
+    """The store of owned offer oid's systems: p (bought) or k (reserved)."""
+    return "p" if fm.offer(oid).acquisition == "buy" else "k"
+
+
 def fixed_cost_per_system(fm: FleetModel, oid: str) -> float:
     v = fm.n[oid]
     return sum(c for terms in fm.cost_terms.values() for c, var in terms if var is v)
@@ -154,14 +159,15 @@ def one_more_system(fm: FleetModel, fleet: dict[tuple, int], base: LPPrices,
     out: dict[str, float | None] = {}
     if not base.ok:
         return out
-    for (store, oid), count in sorted(fleet.items(), key=lambda kv: repr(kv[0])):
-        if store != "n" or count <= 0:
+    for (store, key), count in sorted(fleet.items(), key=lambda kv: repr(kv[0])):
+        if store not in ("p", "k") or count <= 0:
             continue
-        up = fm.n[oid].upBound
+        oid = key[0]
+        up = getattr(fm, store)[key].upBound
         if up is not None and count + 1 > up:
             out[oid] = None
             continue
-        with fixed(fm, {**fleet, ("n", oid): count + 1}):
+        with fixed(fm, {**fleet, (store, key): count + 1}):
             res = _lp(fm, time_limit_s)
         out[oid] = res.objective - base.objective - TIE_BREAK_USD if res.ok else None  # the tie-break is no cost
     return out

@@ -31,7 +31,6 @@ from typing import Callable
 import pulp
 
 from planner.milp import fleet as model
-from planner.milp import years as year_model
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
@@ -122,7 +121,7 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
 
 def builder(s):
     """The model a scenario is planned with: the multi-year MILP when it has per-year settings."""
-    return year_model.build if s.multi_year else model.build
+    return model.build
 
 
 def force_terms(fm: FleetModel, acc: str) -> list:

@@ -1,9 +1,9 @@
-"""Pooled serving replicas (policy.pool_jobs) in the single-period fleet MILP: additive families.
+"""Pooled serving replicas (policy.pool_jobs) in the fleet MILP, per year t: additive families.
 
 Serving demands of one pool (data.jobs.pools_of: serve jobs, and the request-size buckets of a
 request_mix, of the same model, precision, KV precision, engine and hours per day) share replicas,
 as in Melange (Griggs et al., 2024): a replica's capacity is split between the pool's demands by
-load. For a pool p, a configuration c = (system, TP, PP) and an offer o:
+load. For a pool p, a configuration c = (system, TP, PP), an offer o and a year t (dropped below: every key ends in t):
 
   y[d,i,o] >= 0   continuous for pooled demands: replica-equivalents of demand d's load on option i
                   (users served / users_per_replica_i), so a demand's traffic may split across
@@ -47,12 +47,12 @@ def pooled(fm, dk: str) -> str | None:
 
 
 def _members(fm) -> dict[tuple, list]:
-    """(pool, config, offer) -> [(demand, option index, y variable)] over pooled demands' y."""
+    """(pool, config, offer, year) -> [(demand, option index, y variable)] over pooled demands' y."""
     out: dict[tuple, list] = {}
-    for (dk, i, oid), v in sorted(fm.y.items()):
+    for (dk, i, oid, t), v in sorted(fm.y.items()):
         p = pooled(fm, dk)
         if p is not None:
-            out.setdefault((p, config_of(fm.options.serve[dk][i]), oid), []).append((dk, i, v))
+            out.setdefault((p, config_of(fm.options.serve[dk][i]), oid, t), []).append((dk, i, v))
     return out
 
 
@@ -61,20 +61,20 @@ def define_pool_variables(fm) -> None:
     shared R[o,h] with rent price x hours x R (see the module docstring)."""
     site = fm.scenario.site
     for key, ms in sorted(_members(fm).items()):
-        oid = key[2]
+        oid, t = key[2], key[3]
         dk, i, _ = ms[0]
         opt, d, o = fm.options.serve[dk][i], fm.options.demands[dk], fm.offer(oid)
-        up = sum(math.ceil(fm.options.demands[k].users / max(fm.options.serve[k][j].users_per_replica, 1))
+        up = sum(math.ceil(fm.demand_at(k, t) / max(fm.options.serve[k][j].users_per_replica, 1))
                  for k, j, _ in ms)
         v = fm.var(fm.yp, key, "Integer", 0, up if fm.tight else None)
         fm.pool_opt[key] = (opt, d)
         if costs.is_owned(o):
             system = fm.system_of(oid)
             busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
-            fm.cost("power", busy * opt.accelerator_slots * hours_per_year(d), v)
-        elif (oid, d.hours_per_day) not in fm.rp:
-            rv = fm.var(fm.rp, (oid, d.hours_per_day), "Integer", 0, _cap(fm, o))
-            fm.cost("rental", o.price_usd_per_hour * hours_per_year(d), rv)
+            fm.cost(t, "power", busy * opt.accelerator_slots * hours_per_year(d), v, oid)
+        elif (oid, d.hours_per_day, t) not in fm.rp:
+            rv = fm.var(fm.rp, (oid, d.hours_per_day, t), "Integer", 0, _cap(fm, o))
+            fm.cost(t, "rental", o.price_usd_per_hour * fm.factor(oid, t) * hours_per_year(d), rv, oid)
 
 
 def define_pool_spares(fm) -> None:
@@ -83,19 +83,19 @@ def define_pool_spares(fm) -> None:
     if fm.scenario.policy.redundancy != "n+1":
         return
     for key, yv in sorted(fm.yp.items()):
-        oid = key[2]
+        oid, t = key[2], key[3]
         d = fm.pool_opt[key][1]
-        spare = oid if oid in fm.n else (SHARED, oid, d.hours_per_day)
+        spare = (oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, d.hours_per_day, t)
         u = fm.u[spare] if spare in fm.u else fm.var(fm.u, spare, "Binary")
         fm.add("pool-spare", key, yv <= (yv.upBound or _cap(fm, fm.offer(oid))) * u)
 
 
 def serving_terms(fm) -> list[tuple[str, object, object, object]]:
-    """(offer, option, demand, integer replicas) on every offer: unpooled demands' y and the pools'
-    Y (the capacity rows count whole replicas)."""
-    out = [(oid, fm.options.serve[dk][i], fm.options.demands[dk], v) for (dk, i, oid), v in fm.y.items()
+    """(offer, year, option, demand, integer replicas) on every offer: unpooled demands' y and the
+    pools' Y (the capacity rows count whole replicas)."""
+    out = [(oid, t, fm.options.serve[dk][i], fm.options.demands[dk], v) for (dk, i, oid, t), v in fm.y.items()
            if pooled(fm, dk) is None]
-    out += [(key[2], *fm.pool_opt[key], v) for key, v in fm.yp.items()]
+    out += [(key[2], key[3], *fm.pool_opt[key], v) for key, v in fm.yp.items()]
     return out
 
 
@@ -106,14 +106,14 @@ def define_pool_constraints(fm) -> None:
     used: dict[tuple, list] = {}
     for key, v in fm.yp.items():
         opt, d = fm.pool_opt[key]
-        if (key[2], d.hours_per_day) in fm.rp:
-            used.setdefault((key[2], d.hours_per_day), []).append((opt.accelerator_slots, v))
-    for (oid, h), rv in sorted(fm.rp.items()):
+        if (key[2], d.hours_per_day, key[3]) in fm.rp:
+            used.setdefault((key[2], d.hours_per_day, key[3]), []).append((opt.accelerator_slots, v))
+    for (oid, h, t), rv in sorted(fm.rp.items()):
         per = fm.system_of(oid).accelerators
-        spare = fm.u.get((SHARED, oid, h), 0)
-        terms = used.get((oid, h), [])
-        fm.add("pool-rental", (oid, h), pulp.lpSum(c * v for c, v in terms) <= per * (rv - spare))
-        fm.add("pool-rental-use", (oid, h),
+        spare = fm.u.get((SHARED, oid, h, t), 0)
+        terms = used.get((oid, h, t), [])
+        fm.add("pool-rental", (oid, h, t), pulp.lpSum(c * v for c, v in terms) <= per * (rv - spare))
+        fm.add("pool-rental-use", (oid, h, t),
                rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in terms) + spare)
 
 
@@ -121,13 +121,15 @@ def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], f
     """Shared rentals lowered to ceil(sum slots Y / accelerators) (+ the spare), like
     fleet.trim_rentals; returns the values and the yearly cost saved."""
     out, saved = dict(values), 0.0
-    price = {v.name: c for c, v in fm.cost_terms.get("rental", [])}
-    for (oid, h), rv in sorted(fm.rp.items()):
+    price = {v.name: c * (fm.discount(t) if fm.npv else 1.0)
+             for (t, comp), terms in fm.cash.items() if comp == "rental" for c, v, _ in terms}
+    for (oid, h, t), rv in sorted(fm.rp.items()):
         per = fm.system_of(oid).accelerators
         slots = sum(fm.pool_opt[key][0].accelerator_slots * round(values.get(v.name, 0.0))
-                    for key, v in fm.yp.items() if key[2] == oid and fm.pool_opt[key][1].hours_per_day == h)
+                    for key, v in fm.yp.items()
+                    if key[2] == oid and key[3] == t and fm.pool_opt[key][1].hours_per_day == h)
         need = math.ceil(slots / per - 1e-6)
-        if need and (SHARED, oid, h) in fm.u:
+        if need and (SHARED, oid, h, t) in fm.u:
             need += 1
         held = round(values.get(rv.name, 0.0))
         if held > need:
@@ -136,11 +138,13 @@ def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], f
     return out, saved
 
 
-def pooled_usage(fm, values: dict[str, float]) -> dict[str, dict[str, float]]:
-    """offer -> pooled demand -> accelerator-hours per year: each pool row's replica-hours split
-    between its demands by the load each puts on it."""
+def pooled_usage(fm, values: dict[str, float], year: int | None = None) -> dict[str, dict[str, float]]:
+    """offer -> pooled demand -> accelerator-hours in `year` (default: the last): each pool row's
+    replica-hours split between its demands by the load each puts on it."""
     use: dict[str, dict[str, float]] = {}
     for key, ms in _members(fm).items():
+        if key[3] != (year or fm.last):
+            continue
         yv = fm.yp.get(key)
         if yv is None:
             continue
@@ -155,8 +159,9 @@ def pooled_usage(fm, values: dict[str, float]) -> dict[str, dict[str, float]]:
     return use
 
 
-def pool_rows(fm, values: dict[str, float]) -> list[dict]:
-    """The plan's `pools`: which demands share which replicas, with the load each puts on them."""
+def pool_rows(fm, values: dict[str, float], year: int | None = None) -> list[dict]:
+    """The plan's `pools` in `year` (default: the last): which demands share which replicas, with
+    the load each puts on them."""
     out = []
     for key, ms in sorted(_members(fm).items()):
         yv = fm.yp.get(key)
@@ -164,7 +169,9 @@ def pool_rows(fm, values: dict[str, float]) -> list[dict]:
         loads = {dk: round(values.get(v.name, 0.0), 4) for dk, _, v in ms if values.get(v.name, 0.0) > 1e-6}
         if reps <= 0 or not loads:
             continue
-        p, (system, tp, pp), oid = key
+        p, (system, tp, pp), oid, t = key
+        if t != (year or fm.last):
+            continue
         opt, _ = fm.pool_opt[key]
         out.append({"pool": p, "offer": oid, "system": system, "accelerator": opt.accelerator,
                     "tensor_parallel": tp, "pipeline_parallel": pp, "accelerators_per_replica": tp * pp,

@@ -33,9 +33,9 @@ def full_model_bound(fm: fleet.FleetModel) -> FullBound:
     if not res.ok:
         return FullBound(None, {}, pairs)
     used: dict = {}
-    rented = {key for key, v in full.r.items() if res.values.get(v.name, 0.0) > 1e-7}
+    rented = {key[:2] for key, v in full.r.items() if res.values.get(v.name, 0.0) > 1e-7}
     for store in (full.y, full.x):
-        for (dk, i, oid), v in store.items():
+        for (dk, i, oid, _), v in store.items():
             if res.values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
     return FullBound(res.objective, used, pairs)

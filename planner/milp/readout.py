@@ -11,6 +11,7 @@ from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model
 from planner.milp import pooling
+from planner.milp.owned import edge_active
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
 from planner.options.api import job_tokens
@@ -47,26 +48,14 @@ def _int(res: SolveResult, var) -> int:
     return int(round(_val(res, var)))
 
 
-def cost_by_offer(fm: model.FleetModel, res: SolveResult) -> dict[str, float]:
-    """Yearly cost attributed to each offer (its fixed costs, busy power and rentals)."""
-    var_offer: dict[str, str] = {}
-    for oid, v in fm.n.items():
-        var_offer[v.name] = oid
-    for store in (fm.y, fm.x, fm.e):
-        for key, v in store.items():
-            var_offer[v.name] = key[2]
-    for (dk, oid), v in fm.r.items():
-        var_offer[v.name] = oid
-    for key, v in fm.yp.items():
-        var_offer[v.name] = key[2]
-    for (oid, _), v in fm.rp.items():
-        var_offer[v.name] = oid
-    for key, v in fm.api.items():
-        var_offer[v.name] = key[1]
+def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = None) -> dict[str, float]:
+    """Cost of `year` (default: the last) attributed to each offer (its fixed costs, busy power,
+    rentals, API tokens), in the accounting view: a multi-year plan's purchases annuitised."""
+    t = year or fm.last
     out: dict[str, float] = defaultdict(float)
-    for terms in fm.cost_terms.values():
-        for coef, v in terms:
-            out[var_offer[v.name]] += coef * _val(res, v)
+    terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and (not fm.npv or comp != "capex") for term in ts]
+    for coef, v, oid in terms + (fm.capital.get(t, []) if fm.npv else []):
+        out[oid] += coef * _val(res, v)
     return out
 
 
@@ -75,11 +64,11 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
     opts = fm.options
     offer_cost = cost_by_offer(fm, res)
     fleet = _fleet(fm, res, offer_cost)
-    usage = _usage(fm, res)  # offer -> demand -> accelerator-hours per year
+    usage = usage_of(fm, res, fm.first)  # offer -> demand -> accelerator-hours per year
     jobs = []
     for job in s.jobs:
         keys = [dk for dk, d in opts.demands.items() if d.job == job.name]
-        placements = [p for dk in keys for p in _placements(fm, res, dk)]
+        placements = [p for dk in keys for p in placements_of(fm, res, dk, fm.first)]
         cost = sum(_job_share(fm, res, oid, dk, usage, offer_cost) for dk in keys for oid in offer_cost)
         api = [a for dk in keys for a in api_rows(fm, res.values, dk)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model,
@@ -109,20 +98,7 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
 
 def _fleet(fm, res, offer_cost) -> list[dict]:
     held: dict[str, int] = defaultdict(int)
-    for oid, v in fm.n.items():
-        held[oid] += _int(res, v)
-    for (dk, oid), v in fm.r.items():
-        held[oid] += _int(res, v)
-    for (oid, _), v in fm.rp.items():
-        held[oid] += _int(res, v)
-    for (dk, i, oid), v in fm.x.items():
-        if oid not in fm.n and _val(res, v) > 1e-6:
-            opt = fm.options.batch[dk][i]
-            per = fm.system_of(oid).accelerators
-            held[oid] = max(held[oid], max(1, -(-opt.accelerators // per)))
-    for (dk, i, oid), v in fm.e.items():
-        if _val(res, v) > 0.5:
-            held[oid] += fm.options.demands[dk].units
+    held = held_systems(fm, res, fm.last)
     out = []
     for oid in sorted(held, key=lambda o: (-offer_cost.get(o, 0), o)):
         if held[oid] <= 0:
@@ -141,24 +117,50 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
     return sorted(out + api_fleet(fm, res.values), key=lambda f: (-f["cost_usd_per_year"], f["offer"]))
 
 
-def _usage(fm, res) -> dict[str, dict[str, float]]:
+def held_systems(fm, res, t: int) -> dict[str, int]:
+    """Systems (or edge units) of each offer in use in year t: owned, rented by the hour for a
+    demand or a pool, rented for batch runs (the systems one run needs), edge units held."""
+    held: dict[str, int] = defaultdict(int)
+    for (oid, tt), vs in fm.held_terms.items():
+        if tt == t:
+            held[oid] += sum(_int(res, v) for v in vs)
+    for (dk, oid, tt), v in fm.r.items():
+        if tt == t:
+            held[oid] += _int(res, v)
+    for (oid, _, tt), v in fm.rp.items():
+        if tt == t:
+            held[oid] += _int(res, v)
+    for (dk, i, oid, tt), v in fm.x.items():
+        if tt == t and (oid, t) not in fm.held_terms and _val(res, v) > 1e-6:
+            per = fm.system_of(oid).accelerators
+            held[oid] = max(held[oid], max(1, -(-fm.options.batch[dk][i].accelerators // per)))
+    for (dk, i, oid, tau), v in fm.e.items():
+        if edge_active(fm, oid, tau, t):
+            held[oid] += _int(res, v)
+    return held
+
+
+def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
+    """offer -> demand -> accelerator-hours used in year t (edge: units; API: its cost)."""
     use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for aid, by in api_usage(fm, res.values).items():
+    for aid, by in api_usage(fm, res.values, t).items():
         use[aid].update(by)
-    for oid, by in pooling.pooled_usage(fm, res.values).items():
+    for oid, by in pooling.pooled_usage(fm, res.values, t).items():
         for dk, hours in by.items():
             use[oid][dk] += hours
-    for (dk, i, oid), v in fm.y.items():
+    for (dk, i, oid, tt), v in fm.y.items():
         d = fm.options.demands[dk]
-        if d.pool:
-            continue  # counted above: its share of the pool's replica-hours
+        if tt != t or d.pool:
+            continue  # a pooled demand is counted above: its share of the pool's replica-hours
         use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * hours_per_year(d)
-    for (dk, i, oid), v in fm.x.items():
-        opt, d = fm.options.batch[dk][i], fm.options.demands[dk]
-        hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
-        use[oid][dk] += _val(res, v) * opt.accelerators * hours * d.runs_per_year
-    for (dk, i, oid), v in fm.e.items():
-        use[oid][dk] += _val(res, v)
+    for (dk, i, oid, tt), v in fm.x.items():
+        if tt == t:
+            opt = fm.options.batch[dk][i]
+            hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
+            use[oid][dk] += _val(res, v) * opt.accelerators * hours * fm.demand_at(dk, t)
+    for (dk, i, oid, tau), v in fm.e.items():
+        if edge_active(fm, oid, tau, t):
+            use[oid][dk] += _val(res, v)
     return use
 
 
@@ -171,33 +173,35 @@ def _job_share(fm, res, oid, dk, usage, offer_cost) -> float:
     return offer_cost[oid] * used.get(dk, 0.0) / total
 
 
-def _placements(fm, res, dk) -> list[dict]:
-    d = fm.options.demands[dk]
+def placements_of(fm, res, dk: str, t: int) -> list[dict]:
+    """Demand dk's placements in year t."""
+    d, need = fm.options.demands[dk], fm.demand_at(dk, t)
     out = []
     if d.kind == "serve":
-        for (k, i, oid), v in sorted(fm.y.items()):
-            if k == dk and d.pool:
-                out += _pooled_placement(fm, res, dk, i, oid, v)
+        for (k, i, oid, tt), v in sorted(fm.y.items()):
+            if k != dk or tt != t:
                 continue
-            reps = _int(res, v)
-            if k != dk or reps <= 0:
-                continue
-            out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, d.users))
+            if d.pool:
+                out += _pooled_placement(fm, res, dk, i, oid, t, v)
+            elif (reps := _int(res, v)) > 0:
+                out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, need))
     elif d.kind == "batch":
-        for (k, i, oid), v in sorted(fm.x.items()):
+        for (k, i, oid, tt), v in sorted(fm.x.items()):
             share = _val(res, v)
-            if k != dk or share <= 1e-6:
-                continue
-            out.append(batch_placement(fm, oid, fm.options.batch[dk][i], dk, share, d.runs_per_year))
+            if k == dk and tt == t and share > 1e-6:
+                out.append(batch_placement(fm, oid, fm.options.batch[dk][i], dk, share, need))
     else:
-        for (k, i, oid), v in sorted(fm.e.items()):
-            if k != dk or _val(res, v) < 0.5:
-                continue
+        held: dict[tuple, int] = defaultdict(int)
+        for (k, i, oid, tau), v in sorted(fm.e.items()):
+            if k == dk and edge_active(fm, oid, tau, t):
+                held[(i, oid)] += _int(res, v)
+        for (i, oid), units in sorted(held.items()):
             opt = fm.options.edge[dk][i]
-            out.append(_placement(fm, oid, opt, dk, replicas=d.units, users_per_replica=1, tp=1, pp=1,
-                                  per_replica=1, tps=opt.tokens_per_s, ttft=None, hours=None,
-                                  mem=opt.memory_gb, cap=opt.memory_gb_capacity, binding=opt.binding,
-                                  regime=opt.binding, extra={"power_w": r2(opt.power_w, 0)}))
+            if units > 0:
+                out.append(_placement(fm, oid, opt, dk, replicas=units, users_per_replica=1, tp=1, pp=1,
+                                      per_replica=1, tps=opt.tokens_per_s, ttft=None, hours=None,
+                                      mem=opt.memory_gb, cap=opt.memory_gb_capacity, binding=opt.binding,
+                                      regime=opt.binding, extra={"power_w": r2(opt.power_w, 0)}))
     return out
 
 
@@ -213,17 +217,18 @@ def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int
                              "users_served": min(replicas * opt.users_per_replica, users_needed)})
 
 
-def _pooled_placement(fm, res, dk: str, i: int, oid: str, v) -> list[dict]:
+def _pooled_placement(fm, res, dk: str, i: int, oid: str, t: int, v) -> list[dict]:
     """A pooled demand on one configuration: the pool's replicas there, the share of them its load
     takes (replica_load) and the users that load serves."""
     load = _val(res, v)
     opt, d = fm.options.serve[dk][i], fm.options.demands[dk]
-    yv = fm.yp.get((d.pool, pooling.config_of(opt), oid))
+    need = fm.demand_at(dk, t)
+    yv = fm.yp.get((d.pool, pooling.config_of(opt), oid, t))
     if load <= 1e-6 or yv is None or _int(res, yv) <= 0:
         return []
-    p = serve_placement(fm, oid, opt, dk, _int(res, yv), d.users)
+    p = serve_placement(fm, oid, opt, dk, _int(res, yv), need)
     p.update(pool=d.pool, replica_load=r2(load, 4),
-             users_served=min(d.users, round(load * opt.users_per_replica)))
+             users_served=min(need, round(load * opt.users_per_replica)))
     return [p]
 
 
@@ -280,7 +285,7 @@ def _unit_cost(job, cost, placements, fm, res, keys, api=()) -> dict:
 def _unserved(fm, res, keys) -> dict:
     out = {}
     for dk in keys:
-        v = fm.unserved.get(dk)
+        v = fm.unserved.get((dk, fm.first))
         if v is None:
             continue
         share = _val(res, v)

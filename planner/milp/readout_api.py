@@ -9,11 +9,12 @@ def _r(x: float, nd: int = 2) -> float:
 
 
 def api_rows(m, values: dict, dk: str, year: int | None = None) -> list[dict]:
-    """Demand dk's shares on hosted APIs (in `year` for a multi-year model), with tokens and cost."""
+    """Demand dk's shares on hosted APIs in `year` (default: the last), with tokens and cost."""
     out = []
-    users = m.options.demands[dk].users if year is None else m.demand_at(dk, year)
+    year = year or m.last
+    users = m.demand_at(dk, year)
     for c in m.options.api.get(dk, []):
-        v = m.api.get((dk, c.offer) if year is None else (dk, c.offer, year))
+        v = m.api.get((dk, c.offer, year))
         share = values.get(v.name, 0.0) if v is not None else 0.0
         if share <= 1e-6:
             continue
@@ -45,10 +46,13 @@ def api_fleet(m, values: dict, year: int | None = None) -> list[dict]:
     return list(rows.values())
 
 
-def api_usage(m, values: dict) -> dict[str, dict[str, float]]:
-    """API offer -> demand -> its cost on it (an API's cost is each job's own tokens), for the job split."""
+def api_usage(m, values: dict, year: int | None = None) -> dict[str, dict[str, float]]:
+    """API offer -> demand -> its cost on it in `year` (default: the last; an API's cost is each
+    job's own tokens), for the job split."""
     use: dict[str, dict[str, float]] = {}
-    cost = {v.name: c for c, v in m.cost_terms.get("api", [])}
-    for (dk, aid), v in m.api.items():
-        use.setdefault(aid, {})[dk] = cost.get(v.name, 0.0) * values.get(v.name, 0.0)
+    year = year or m.last
+    cost = {v.name: c for c, v, _ in m.cash.get((year, "api"), [])}
+    for (dk, aid, t), v in m.api.items():
+        if t == year:
+            use.setdefault(aid, {})[dk] = cost.get(v.name, 0.0) * values.get(v.name, 0.0)
     return use

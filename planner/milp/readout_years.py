@@ -19,15 +19,12 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.data.years import year_caps
-from planner.milp.readout import (
-    _placement,
-    _unit_cost,
-    batch_placement,
-    r2,
-    serve_placement,
-)
+from planner.milp.model import OPEX
+from planner.milp.model import FleetModel as YearModel
+from planner.milp.readout import _unit_cost, cost_by_offer, held_systems, placements_of, r2, trimmed, usage_of
+from planner.milp.pooling import pool_rows
+from planner.milp.readout_api import api_fleet, api_rows
 from planner.milp.solve import SolveResult
-from planner.milp.years import OPEX, YearModel, active
 
 HOURS = HOURS_PER_YEAR
 
@@ -47,19 +44,21 @@ def _sum(res, terms) -> float:
 
 
 def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
+    res = trimmed(ym, res)
     years = [_year(s, ym, res, t) for t in ym.years]
     last = ym.years[-1]
-    offer_cost = _offer_cost(ym, res, last)
-    usage = _usage(ym, res, last)
+    offer_cost = cost_by_offer(ym, res, last)
+    usage = usage_of(ym, res, last)
     jobs = []
     for job in s.jobs:
         keys = sorted(dk for dk, d in ym.options.demands.items() if d.job == job.name)
-        placements = [p for dk in keys for p in _placements(ym, res, dk, last)]
+        placements = [p for dk in keys for p in placements_of(ym, res, dk, last)]
         cost = sum(offer_cost[oid] * use.get(dk, 0.0) / total for oid, use in usage.items()
                    for dk in keys if (total := sum(use.values())) > 0)
+        api = [a for dk in keys for a in api_rows(ym, res.values, dk, last)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model, "priority": job.priority,
-                     "cost_usd_per_year": r2(cost), "unit_cost": _unit_cost(job, cost, placements, ym, res, keys),
-                     "placements": placements,
+                     "cost_usd_per_year": r2(cost), "unit_cost": _unit_cost(job, cost, placements, ym, res, keys, api),
+                     "placements": placements, **({"api": api} if api else {}),
                      "unserved": {dk: u for dk, u in years[-1]["unserved"].items() if dk in keys}})
     accounting = sum(y["annuitised_cost_usd"] for y in years)
     cash = sum(y["cost_usd"] for y in years)
@@ -72,6 +71,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "discount_rate": s.policy.discount_rate,
         "fleet": _fleet(ym, res, last, offer_cost),
         "jobs": jobs,
+        **({"pools": pool_rows(ym, res.values, last)} if ym.yp else {}),
         "utilisation": years[-1]["utilisation"],
         "years": years,
         "views": {"cash": "capex in the year it is paid plus opex; budgets cap this view",
@@ -88,33 +88,6 @@ def _npv(ym: YearModel, res) -> float:
                 for t in ym.years)
     total -= sum(ym.discount(t + 1) * _sum(res, ym.resale.get(t, [])) for t in ym.years)
     return total + _sum(res, ym.beyond)
-
-
-def _offer_cost(ym: YearModel, res, t: int) -> dict[str, float]:
-    """Accounting-view cost of each offer in year t (annuitised purchases + running costs)."""
-    out: dict[str, float] = defaultdict(float)
-    for c, v, oid in ym.capital.get(t, []) + [term for comp in OPEX for term in ym.cash.get((t, comp), [])]:
-        out[oid] += c * _val(res, v)
-    return out
-
-
-def _held(ym: YearModel, res, t: int) -> dict[str, int]:
-    """Systems (or edge units) of each offer in use in year t."""
-    held: dict[str, int] = defaultdict(int)
-    for (oid, tt), vs in ym.held_terms.items():
-        if tt == t:
-            held[oid] += sum(_int(res, v) for v in vs)
-    for (dk, i, oid, tau), v in ym.e.items():
-        if active(ym, oid, tau, t):
-            held[oid] += _int(res, v)
-    for (dk, oid, tt), v in ym.r.items():
-        if tt == t:
-            held[oid] += _int(res, v)
-    for (dk, i, oid, tt), v in ym.x.items():
-        if tt == t and not _owned(ym, oid) and _val(res, v) > 1e-6:
-            per = ym.system_of(oid).accelerators
-            held[oid] = max(held[oid], max(1, -(-ym.options.batch[dk][i].accelerators // per)))
-    return held
 
 
 def _owned(ym: YearModel, oid: str) -> bool:
@@ -134,14 +107,14 @@ def _bought(ym: YearModel, res, t: int) -> dict[str, int]:
 
 
 def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dict]:
-    held, bought = _held(ym, res, t), _bought(ym, res, t)
+    held, bought = held_systems(ym, res, t), _bought(ym, res, t)
     out = []
     for oid in sorted(held, key=lambda o: (-offer_cost.get(o, 0.0), o)):
         if held[oid] <= 0:
             continue
         o, system = ym.offer(oid), ym.system_of(oid)
         paid = sum(_unit_price(ym, oid, tau) * _int(res, v) for (o2, tau), v in ym.p.items()
-                   if o2 == oid and active(ym, oid, tau, t))
+                   if o2 == oid and ym.active(oid, tau, t))
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
                     "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators, "new_this_year": bought.get(oid, 0),
@@ -149,51 +122,6 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
                     "purchase_usd": r2(paid) if o.acquisition == "buy" else None,
                     "power_kw": r2(system.power_kw * held[oid]),
                     "price_source": o.source, "price_as_of": o.as_of.isoformat()})
-    return out
-
-
-def _usage(ym: YearModel, res, t: int) -> dict[str, dict[str, float]]:
-    """offer -> demand -> accelerator-hours used in year t."""
-    use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for (dk, i, oid, tt), v in ym.y.items():
-        if tt == t:
-            d = ym.options.demands[dk]
-            use[oid][dk] += _val(res, v) * ym.options.serve[dk][i].accelerator_slots * hours_per_year(d)
-    for (dk, i, oid, tt), v in ym.x.items():
-        if tt == t:
-            opt = ym.options.batch[dk][i]
-            use[oid][dk] += _val(res, v) * opt.accelerators * opt.hours_per_run * ym.demand_at(dk, t)
-    for (dk, i, oid, tau), v in ym.e.items():
-        if active(ym, oid, tau, t):
-            use[oid][dk] += _val(res, v)
-    return use
-
-
-def _placements(ym: YearModel, res, dk: str, t: int) -> list[dict]:
-    d, out = ym.options.demands[dk], []
-    if d.kind == "serve":
-        need = ym.demand_at(dk, t)
-        for (k, i, oid, tt), v in sorted(ym.y.items()):
-            reps = _int(res, v)
-            if k == dk and tt == t and reps > 0:
-                out.append(serve_placement(ym, oid, ym.options.serve[dk][i], dk, reps, need))
-    elif d.kind == "batch":
-        for (k, i, oid, tt), v in sorted(ym.x.items()):
-            share = _val(res, v)
-            if k == dk and tt == t and share > 1e-6:
-                out.append(batch_placement(ym, oid, ym.options.batch[dk][i], dk, share, ym.demand_at(dk, t)))
-    else:
-        held = defaultdict(int)
-        for (k, i, oid, tt), v in sorted(ym.e.items()):
-            if k == dk and active(ym, oid, tt, t):
-                held[(i, oid)] += _int(res, v)
-        for (i, oid), units in sorted(held.items()):
-            opt = ym.options.edge[dk][i]
-            if units > 0:
-                out.append(_placement(ym, oid, opt, dk, replicas=units, users_per_replica=1, tp=1, pp=1,
-                                      per_replica=1, tps=opt.tokens_per_s, ttft=None, hours=None, mem=opt.memory_gb,
-                                      cap=opt.memory_gb_capacity, binding=opt.binding, regime=opt.binding,
-                                      extra={"power_w": r2(opt.power_w, 0)}))
     return out
 
 
@@ -223,14 +151,14 @@ def _year(s: Scenario, ym: YearModel, res, t: int) -> dict:
     capex = _sum(res, ym.cash.get((t, "capex"), []))
     opex = sum(_sum(res, ym.cash.get((t, c), [])) for c in OPEX)
     caps = {k: v[0] for k, v in year_caps(s, t).items()}
-    offer_cost = _offer_cost(ym, res, t)
+    offer_cost = cost_by_offer(ym, res, t)
     fleet = _fleet(ym, res, t, offer_cost)
     purchases = [{"offer": f["offer"], "system": f["system"], "accelerator": f["accelerator"],
                   "acquisition": f["acquisition"], "systems": f["new_this_year"],
                   "unit_price_usd": r2(_unit_price(ym, f["offer"], t)),
                   "total_usd": r2(_unit_price(ym, f["offer"], t) * f["new_this_year"])}
                  for f in fleet if f["new_this_year"] and f["acquisition"] in ("buy", "reserved-1y", "reserved-3y")]
-    usage = _usage(ym, res, t)
+    usage = usage_of(ym, res, t)
     util = []
     for f in fleet:
         if _owned(ym, f["offer"]):

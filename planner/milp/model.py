@@ -1,0 +1,154 @@
+"""The fleet MILP's model: years, variable stores, cost ledgers and per-year data. One model for
+every plan: a single-period plan is year 1 alone, costed per year; a multi-year plan is years
+1..H, costed as the NPV of the cash paid. The constraint families (fleet.FAMILIES) are the same
+functions for both; only the accounting of an owned system differs, as the objective asks:
+
+  objective "annualised" (one year)   min sum_c cost[1, c]: a bought system costs its annuity (less
+                                      the residual value over a horizon shorter than its life) plus
+                                      support, ops, hosting and idle power; a reserved one its rate
+  objective "npv" (years 1..H)        min sum_t (capex_t + opex_t) / (1+r)^(t-1) - resale + reserved
+                                      commitments past the horizon (owned.py has the terms)
+
+Stores (t = year; every key ends in t):
+  p[o,t] int  systems of buy offer o bought at the start of year t; k[o,t] int reserved contracts
+  held(o,t)   = the purchases and contracts of offer o still held in year t (held_terms)
+  y[d,i,o,t] replicas (int; pooled demands: continuous load), r[d,o,t] hourly-rented systems,
+  x[d,i,o,t] share of batch runs, b[d,i,o,t] a batch option placed on an owned offer,
+  e[d,i,o,t] edge units bought, u[...,t] N+1 spares, yp/rp pooled replicas and shared rentals,
+  api[d,k,t] API shares, unserved[d,t], slack[family,t]
+Rows are registered under (family, entity) with entity a tuple ending in t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulp
+
+from planner.data.jobs import demands_of_job
+from planner.data.years import Trend, life_years, trend_for
+from planner.milp.registry import Registry
+
+OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "api")
+"""cost components paid as running costs (the budget's opex); the rest is capital or capex"""
+
+
+@dataclass
+class FleetModel(Registry):
+    years: list = field(default_factory=lambda: [1])
+    npv: bool = False
+    """objective: NPV of cash over `years` (multi-year), else the yearly cost of one year"""
+    p: dict = field(default_factory=dict)
+    k: dict = field(default_factory=dict)
+    held_terms: dict = field(default_factory=dict)
+    """(offer, year) -> [var]: purchases or contracts still held that year"""
+    cash: dict = field(default_factory=dict)
+    """(year, component) -> [(usd, var, offer)]: the objective's costs of that year"""
+    paid: dict = field(default_factory=dict)
+    """year -> [(usd, var, offer)]: purchase prices paid that year (the capex budget's view)"""
+    capital: dict = field(default_factory=dict)
+    """year -> [(usd, var, offer)]: annuitised purchases held that year (npv's accounting view)"""
+    resale: dict = field(default_factory=dict)
+    """year -> [(usd, var, offer)]: value of systems leaving the fleet at the end of that year"""
+    beyond: list = field(default_factory=list)
+    """[(discounted usd, var, offer)]: reserved commitments running past the horizon"""
+    serve_pairs: dict = field(default_factory=dict)
+    """demand -> [(option index, offer id)] the MILP instantiates (see shortlist.py)"""
+    batch_pairs: dict = field(default_factory=dict)
+    pairs_pruned: int = 0
+    keep_pairs: dict | None = None
+    """demand -> pairs a shortlist must keep (prune.py: those the full model's LP relaxation uses)"""
+    prune: bool = True
+    _demand: dict = field(default_factory=dict)
+
+    # --- per-year data ---------------------------------------------------------------------------
+
+    @property
+    def first(self) -> int:
+        return self.years[0]
+
+    @property
+    def last(self) -> int:
+        return self.years[-1]
+
+    def trend(self, oid: str) -> Trend:
+        return trend_for(self.scenario, self.system_of(oid).accelerator) if self.npv else Trend()
+
+    def factor(self, oid: str, year: int) -> float:
+        """Price factor of offer oid's accelerator in `year`: (1 - decline)^(year - 1)."""
+        return (1.0 - self.trend(oid).decline) ** (year - 1)
+
+    def acquirable(self, oid: str) -> list[int]:
+        return [t for t in self.years if t >= self.trend(oid).available_from]
+
+    def active(self, oid: str, bought: int, year: int) -> bool:
+        """A purchase of offer oid in year `bought` is still in use in `year`."""
+        return bought <= year < bought + life_years(self.offer(oid))
+
+    def held(self, oid: str, year: int):
+        return pulp.lpSum(self.held_terms.get((oid, year), []))
+
+    def discount(self, year: float) -> float:
+        return (1.0 + self.scenario.policy.discount_rate) ** -(year - 1)
+
+    def demand_at(self, dk: str, year: int) -> float:
+        """Demand dk's size in `year`: users (serving), runs per year (batch) or units (edge); in a
+        multi-year plan grown by data.jobs.demands_of_job."""
+        key = (dk, year)
+        if key not in self._demand:
+            d = self.options.demands[dk]
+            if self.npv:
+                job = next(j for j in self.scenario.jobs if j.name == d.job)
+                d = next(x for x in demands_of_job(job, year) if x.key == dk)
+            self._demand[key] = {"serve": d.users, "edge": d.units}.get(d.kind, d.runs_per_year)
+        return self._demand[key]
+
+    # --- costs -----------------------------------------------------------------------------------
+
+    def cost(self, year: int, component: str, usd: float, var, oid: str | None) -> None:
+        """A cost of `year` in the objective: usd x var, attributed to offer oid."""
+        if usd:
+            self.cash.setdefault((year, component), []).append((usd, var, oid))
+
+    def pay(self, year: int, usd: float, var, oid: str) -> None:
+        """A purchase price paid in `year` (the capex budget; in the NPV objective as 'capex')."""
+        if usd:
+            self.paid.setdefault(year, []).append((usd, var, oid))
+            if self.npv:
+                self.cost(year, "capex", usd, var, oid)
+
+    @property
+    def cost_terms(self) -> dict[str, list]:
+        """component -> [(usd, var)] of the first year: a single-period plan's yearly cost."""
+        out: dict[str, list] = {}
+        for (t, comp), terms in self.cash.items():
+            if t == self.first:
+                out.setdefault(comp, []).extend((c, v) for c, v, _ in terms)
+        return out
+
+    @property
+    def n(self) -> dict:
+        """Owned offer -> its systems held in a single-period plan (the year-1 purchase or contract)."""
+        return {oid: v for store in (self.p, self.k) for (oid, t), v in store.items() if t == self.first}
+
+    def spend(self, year: int, key: str):
+        """What a budget of `year` caps: 'usd' the year's cost in the objective's view, 'capex' the
+        purchase prices paid, 'opex' the running costs."""
+        if key == "capex":
+            return pulp.lpSum(c * v for c, v, _ in self.paid.get(year, []))
+        comps = OPEX if key == "opex" else None
+        return pulp.lpSum(c * v for (t, comp), terms in sorted(self.cash.items()) if t == year
+                          and (comps is None or comp in comps) for c, v, _ in terms)
+
+    def npv_expr(self):
+        terms = [self.discount(t) * self.spend(t, "usd") for t in self.years]
+        terms += [-self.discount(t + 1) * c * v for t in self.years for c, v, _ in self.resale.get(t, [])]
+        terms += [c * v for c, v, _ in self.beyond]
+        return pulp.lpSum(terms)
+
+    def total_cost(self):
+        """The objective's cost: the NPV (multi-year) or the first year's cost."""
+        return self.npv_expr() if self.npv else self.spend(self.first, "usd")
+
+    def cap_of(self, o) -> int:
+        return o.max_systems if o.max_systems is not None else self.scenario.policy.max_systems_per_offer

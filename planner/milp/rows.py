@@ -1,0 +1,198 @@
+"""The fleet MILP's rows, per year t (the variables are in fleet.py, owned.py, pooling.py, api.py):
+
+  demand        serve: sum_i,o min(users_i, users[d,t]) y[d,i,o,t] + API share (+ unserved) >= users[d,t]
+                (coefficient tightening: one replica that holds every user covers the demand whole);
+                batch: shares sum to 1; edge: units held >= units[d,t]
+  capacity      owned o at peak: sum slots_i y[d,i,o,t] <= acc_o (held(o,t) - u[o,t]) (every serving
+                job may run at once, beside the N+1 spare; TP groups stay inside one system)
+  hours         owned o over the year: serving slots x hours + batch accelerators x hours x runs x
+                share <= 8760 acc_o held(o,t) (fine-tuning uses hours serving leaves idle)
+  batch-fit     a run placed on o fits at once beside the serving jobs that never pause (24 h/day):
+                acc_i b + sum_{24h} slots y <= acc_o held(o,t), x <= b. Part-day serving jobs are
+                assumed idle at the same hours (nights, weekends), so a run uses their slots then.
+  rental        rented o for d: slots <= acc_o (r[d,o,t] - u[d,o,t]); no rented system without a
+                replica or the spare: r <= sum_i ceil(slots_i / acc_o) y + u (trim_rentals then
+                lowers r to exactly what the replicas fill)
+  availability  systems of offer o in a year across demands <= its cap (rentals, pooled rentals,
+                edge units; owned holdings over several purchase years)
+  budget        per year: 'usd' the year's cost in the objective's view, 'capex' the purchase prices
+                paid, 'opex' the running costs, each <= its cap (data.years.year_caps)
+  power         bought systems held in year t: sum_o power_kw_o held(o,t) <= site.power_cap_kw
+Objective: model.total_cost + a tie-break of TIE_BREAK_USD per system bought, reserved or rented (no
+idle system is ever bought, even at a near-zero price) + the coverage and elastic penalties.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pulp
+
+from planner.data.constants import HOURS_PER_YEAR
+from planner.data.jobs import hours_per_year
+from planner.data.years import year_caps
+from planner.milp import pooling
+from planner.milp.api import api_supply
+from planner.milp.owned import edge_active, edge_held
+from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD
+
+HOURS = HOURS_PER_YEAR
+
+
+def _y_of(fm, dk: str, t: int) -> list[tuple[int, str, pulp.LpVariable]]:
+    """Demand dk's replica variables of year t as (option index, offer, variable), sorted."""
+    index = getattr(fm, "_y_index", None)
+    if index is None or index[0] != len(fm.y):
+        by: dict[tuple, list] = {}
+        for (d, i, oid, tt), v in sorted(fm.y.items()):
+            by.setdefault((d, tt), []).append((i, oid, v))
+        index = (len(fm.y), by)
+        fm._y_index = index
+    return index[1].get((dk, t), [])
+
+
+def supply(fm, dk: str, t: int):
+    """Users demand dk's replicas and API shares serve in year t, each replica counted at most at
+    the demand (a pooled demand's y is a load: its coefficient is not clipped)."""
+    opts, need = fm.options.serve[dk], fm.demand_at(dk, t)
+    cap = need if fm.tight and not fm.options.demands[dk].pool else float("inf")
+    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk, t)) + api_supply(fm, dk, t)
+
+
+def define_demand_constraints(fm) -> None:
+    coverage = fm.scenario.budget.mode == "max-coverage"
+    xs: dict[tuple, list] = {}
+    for (k, _, _, t), v in fm.x.items():
+        xs.setdefault((k, t), []).append(v)
+    for dk, d in sorted(fm.options.demands.items()):
+        for t in fm.years:
+            need = fm.demand_at(dk, t)
+            short = fm.var(fm.unserved, (dk, t), "Continuous", 0, 1) if (coverage or fm.elastic) else None
+            if d.kind == "serve":
+                lhs = supply(fm, dk, t) + (need * short if short is not None else 0)
+                fm.add("demand", (dk, t), lhs >= need)
+            elif d.kind == "batch":
+                lhs = pulp.lpSum(xs.get((dk, t), []))
+                fm.add("demand", (dk, t), lhs + (short if short is not None else 0) == 1)
+            else:
+                lhs = edge_held(fm, dk, t) + (need * short if short is not None else 0)
+                fm.add("demand", (dk, t), lhs >= need)
+
+
+def define_capacity_constraints(fm) -> None:
+    serve_on: dict[tuple, list] = {}
+    for oid, t, opt, d, v in pooling.serving_terms(fm):  # pooled demands count as their pools' replicas
+        serve_on.setdefault((oid, t), []).append((opt, d, v))
+    batch_on: dict[tuple, list] = {}
+    for (dk, i, oid, t), v in fm.x.items():
+        if (oid, t) in fm.held_terms:
+            batch_on.setdefault((oid, t), []).append((fm.options.batch[dk][i], dk, v))
+    for (oid, t) in sorted(fm.held_terms):
+        per = fm.system_of(oid).accelerators
+        held = fm.held(oid, t)
+        serving = serve_on.get((oid, t), [])
+        if serving:
+            spare = fm.u.get((oid, t), 0)
+            fm.add("capacity", (oid, t), pulp.lpSum(opt.accelerator_slots * v for opt, _, v in serving)
+                   <= per * (held - spare))
+        if batch_on.get((oid, t)):
+            hours = [(opt.accelerator_slots * hours_per_year(d), v) for opt, d, v in serving]
+            hours += [(opt.accelerators * opt.hours_per_run * fm.demand_at(dk, t), v)
+                      for opt, dk, v in batch_on[(oid, t)]]
+            fm.add("hours", (oid, t), pulp.lpSum(c * v for c, v in hours) <= HOURS * per * held)
+        if len(fm.held_terms[(oid, t)]) > 1:  # several purchase years: the cap holds for the sum
+            fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))
+    for (dk, i, oid, t), bv in sorted(fm.b.items()):
+        per = fm.system_of(oid).accelerators
+        need = fm.options.batch[dk][i].accelerators
+        always_on = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), []) if d.hours_per_day >= 24]
+        if always_on:
+            fm.add("batch-fit", (dk, i, oid, t),
+                   need * bv + pulp.lpSum(c * v for c, v in always_on) <= per * fm.held(oid, t))
+        else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
+            fm.add("batch-fit", (dk, i, oid, t), math.ceil(need / per) * bv <= fm.held(oid, t))
+        fm.add("batch-link", (dk, i, oid, t), fm.x[(dk, i, oid, t)] <= bv)
+    rented: dict[tuple, list] = {}
+    for (dk, i, oid, t), v in fm.y.items():
+        if (dk, oid, t) in fm.r:
+            rented.setdefault((dk, oid, t), []).append((fm.options.serve[dk][i].accelerator_slots, v))
+    for key, rv in sorted(fm.r.items()):
+        per = fm.system_of(key[1]).accelerators
+        used = rented.get(key, [])
+        spare = fm.u.get(key, 0)
+        fm.add("rental", key, pulp.lpSum(c * v for c, v in used) <= per * (rv - spare))
+        fm.add("rental-use", key, rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in used) + spare)
+
+
+def trim_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:
+    """A solution with every hourly rental r[d,o,t] lowered to ceil(sum_i slots_i y / acc_o) (+ the
+    spare), and the objective's cost that saves. Within the solver's gap the MILP may keep rented
+    systems that hold no replica; lowering r keeps every row satisfied (the rental row still holds,
+    the availability caps and budgets only loosen), so the trimmed solution is feasible and no costlier."""
+    out, saved = dict(values), 0.0
+    price = {v.name: c * (fm.discount(t) if fm.npv else 1.0)
+             for (t, comp), terms in fm.cash.items() if comp == "rental" for c, v, _ in terms}
+    for (dk, oid, t), rv in sorted(fm.r.items()):
+        per = fm.system_of(oid).accelerators
+        slots = sum(fm.options.serve[dk][i].accelerator_slots * round(values.get(v.name, 0.0))
+                    for i, o, v in _y_of(fm, dk, t) if o == oid)
+        need = math.ceil(slots / per - 1e-6)
+        if need and (dk, oid, t) in fm.u:
+            need += 1  # the pool's N+1 spare
+        held = round(values.get(rv.name, 0.0))
+        if held > need:
+            out[rv.name] = float(need)
+            saved += price.get(rv.name, 0.0) * (held - need)
+    return out, saved
+
+
+def define_availability_constraints(fm) -> None:
+    by_offer: dict[tuple, list] = {}
+    edge: set[tuple] = set()
+    for (dk, oid, t), rv in fm.r.items():
+        by_offer.setdefault((oid, t), []).append(rv)
+    for (oid, _, t), rv in fm.rp.items():
+        by_offer.setdefault((oid, t), []).append(rv)
+    for (dk, i, oid, tau), ev in fm.e.items():
+        for t in fm.years:
+            if edge_active(fm, oid, tau, t):
+                by_offer.setdefault((oid, t), []).append(ev)
+                edge.add((oid, t))
+    for (oid, t), vs in sorted(by_offer.items()):
+        o = fm.offer(oid)
+        cap = fm.cap_of(o) if (oid, t) in edge else o.max_systems
+        if cap is not None and len(vs) > 1:
+            fm.add("availability", (oid, t), pulp.lpSum(vs) <= cap)
+
+
+def define_budget_constraints(fm) -> None:
+    for t in fm.years:
+        for key, (cap, _) in sorted(year_caps(fm.scenario, t).items()):
+            fm.add("budget", (key, t), fm.spend(t, key) - _elastic(fm, key, t) <= cap)
+
+
+def define_power_constraints(fm) -> None:
+    cap = fm.scenario.site.power_cap_kw
+    if cap is None:
+        return
+    for t in fm.years:
+        load = pulp.lpSum(fm.system_of(oid).power_kw * fm.held(oid, t) for (oid, tt) in sorted(fm.held_terms)
+                          if tt == t and fm.offer(oid).acquisition == "buy")
+        fm.add("power", ("site", t), load - _elastic(fm, "power", t) <= cap)
+
+
+def _elastic(fm, family: str, year: int):
+    if not fm.elastic:
+        return 0
+    return fm.var(fm.slack, (family, year), "Continuous", 0, None)
+
+
+def define_objective(fm) -> None:
+    obj = fm.total_cost() + TIE_BREAK_USD * pulp.lpSum([*fm.p.values(), *fm.k.values(), *fm.r.values(),
+                                                         *fm.rp.values()])
+    if fm.unserved:
+        weight = COVERAGE_WEIGHT * (1e3 if fm.elastic else 1)
+        obj += pulp.lpSum(weight * fm.options.demands[dk].priority * v for (dk, _), v in fm.unserved.items())
+    if fm.slack:
+        obj += pulp.lpSum(ELASTIC_PENALTY["budget" if fam == "usd" else fam] * v for (fam, _), v in fm.slack.items())
+    fm.prob.setObjective(obj)
