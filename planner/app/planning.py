@@ -41,7 +41,7 @@ def require_solution(res: SolveResult, s: Scenario) -> None:
 
 
 def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None):
-    """Returns (scenario, catalog, options, fleet model, result) for a solved plan; raises
+    """Returns (catalog, options, fleet model, result) for a solved plan, one period or years; raises
     InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4)."""
     cat, opts = prepare(s, catalog_paths)
     fm = model.build(s, cat, opts)
@@ -50,13 +50,14 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         bound = prune.full_model_bound(fm)
         fm = model.build(s, cat, opts, keep_pairs=bound.support)
     res = solve(fm, time_limit_s=time_limit_s)
+    why = diagnose_years if s.multi_year else diagnose
     if res.status == "infeasible" and not fm.pairs_pruned:
-        raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
+        raise InfeasibleError(why(s, cat, opts, time_limit_s))
     if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
         fm, bound = model.build(s, cat, opts, prune=False), None
         res = solve(fm, time_limit_s=time_limit_s)
         if res.status == "infeasible":
-            raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
+            raise InfeasibleError(why(s, cat, opts, time_limit_s))
     require_solution(res, s)
     if bound is not None:
         res = prune.against_full_model(res, bound, s.solver.gap)
@@ -77,12 +78,7 @@ def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: fl
 def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
                         explain: bool | str = True) -> dict:
     check_multiyear(s)
-    cat, opts = prepare(s, catalog_paths)
-    ym = model.build(s, cat, opts)
-    res = solve(ym, time_limit_s=time_limit_s)
-    if res.status == "infeasible":
-        raise InfeasibleError(diagnose_years(s, cat, opts, time_limit_s))
-    require_solution(res, s)
+    cat, opts, ym, res = solve_scenario(s, catalog_paths, time_limit_s)
     plan = read_multiyear(s, ym, res)
     if explain:
         explain_years(plan, s, cat, opts, ym, res, time_limit_s, "full" if explain is True else explain)

@@ -38,19 +38,28 @@ def _row(family, constraint, binding, price, unit, message, basis) -> dict:
 
 def _fleet_words(fm, res) -> str:
     """How the short-run prices hold the fleet: the systems owned, or only hourly rentals."""
-    owned = any(round(res.values.get(v.name, 0.0)) > 0 for v in fm.n.values())
+    owned = any(round(res.values.get(v.name, 0.0)) > 0 for (_, t), vs in fm.held_terms.items()
+                if t == fm.last for v in vs)
     return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals or API tokens)"
 
 
 def _served(fm, res, dk: str) -> float:
     """Users (or rollouts) demand dk's replicas serve in the plan, at most its demand: whole replicas,
     or a pooled demand's load on its pool's replicas (a fraction), plus its API share."""
-    d = fm.options.demands[dk]
+    d, need = fm.options.demands[dk], fm.demand_at(dk, fm.last)
     whole = round if not d.pool else float
     held = sum(fm.options.serve[k][i].users_per_replica * whole(res.values.get(v.name, 0.0))
-               for (k, i, _, t), v in fm.y.items() if k == dk and t == fm.first)
-    held += sum(d.users * res.values.get(v.name, 0.0) for (k, _, t), v in fm.api.items() if k == dk and t == fm.first)
-    return min(held, d.users)
+               for (k, i, _, t), v in fm.y.items() if k == dk and t == fm.last)
+    held += sum(need * res.values.get(v.name, 0.0) for (k, _, t), v in fm.api.items() if k == dk and t == fm.last)
+    return min(held, need)
+
+
+def _by_year(short, dk: str) -> str:
+    """A multi-year plan's short-run price of demand dk in each year, in that year's dollars."""
+    prices = short.by_year.get(dk, {}) if short.ok else {}
+    if len(prices) < 2:
+        return ""
+    return " By year: " + ", ".join(f"{t}: {_usd(p, 2)}" for t, p in sorted(prices.items())) + "."
 
 
 def _demand_rows(s, fm, res, short, long) -> list[dict]:
@@ -59,32 +68,35 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
     jobs = {j.name: j for j in s.jobs}
     rows = []
     held = _fleet_words(fm, res)
+    when = f" in year {fm.last}" if fm.npv else ""
     for dk, d in sorted(fm.options.demands.items()):
         job = jobs[d.job]
+        need = fm.demand_at(dk, fm.last)
         sr = short.demand.get(dk) if short.ok else None
         lr = long.demand.get(dk) if long.ok else None
-        tail = f" Long run, buying capacity as needed (LP relaxation, capital included): {_usd(lr, 2)}" if lr is not None else ""
+        tail = f" Long run, buying capacity as needed (LP relaxation, capital included): {_usd(lr, 2)} per " if lr is not None else ""
         if d.kind == "serve":
             rl = job.stage == "rl"
             what = "concurrent rollout" if rl else "concurrent user"
             served = _served(fm, res, dk)
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
-            gap = f", {d.users - served:,.0f} unserved" if served < d.users else ""
+            gap = f", {need - served:,.0f} unserved" if served < need else ""
             price = "-" if sr is None else _usd(sr, 2)
-            msg = (f"one more {what} on '{job.name}' costs {price}/yr {held} (busy power, tokens or "
-                   f"hourly rent for part of a replica); the plan serves {served:,.0f} of {d.users:,} needed"
-                   f"{gap}{down}.{tail} per {what}-year.")
+            msg = (f"one more {what} on '{job.name}'{when} costs {price}/yr {held} (busy power, tokens or "
+                   f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
+                   f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
             rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),
                              short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
             unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
-            msg = (f"one more run of '{dk}' costs {'-' if sr is None else _usd(sr, 2)} {held}"
-                   f" ({d.runs_per_year:g} a year planned).{tail} per run.")
+            msg = (f"one more run of '{dk}'{when} costs {'-' if sr is None else _usd(sr, 2)} {held}"
+                   f" ({need:g} a year planned).{tail + 'run.' if tail else ''}{_by_year(short, dk)}")
             rows.append(_row("demand", f"jobs.{job.name}.runs_per_year", short.tight.get(dk, False), sr, unit,
                              msg, "short-run"))
         else:
-            msg = (f"one more device for '{job.name}' costs {'-' if lr is None else _usd(lr, 2)} per year "
-                   f"(LP relaxation: its share of purchase and support); {d.units:,} planned.")
+            msg = (f"one more device for '{job.name}'{when} costs {'-' if lr is None else _usd(lr, 2)} "
+                   f"{'in NPV' if fm.npv else 'per year'} (LP relaxation: its share of purchase and support); "
+                   f"{need:,} planned.")
             rows.append(_row("demand", f"jobs.{job.name}.devices", True, lr, "USD per year per device", msg,
                              "long-run"))
     return rows
@@ -278,11 +290,13 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     base = plan["total_cost_usd_per_year"]
     bounds = {a: None if b is None else base + (b - plan["npv_usd"]) / per_year
               for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
-    outcomes = {}
+    short = shadow.short_run(ym, shadow.decisions(ym, res), limit)
+    outcomes, long = {}, shadow.LPPrices(None, "not-solved")
     if level == "full":
         forced = whynot.forced_to_solve(bounds, base)
         outcomes = whynot.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit)
-    plan["explanations"] = _target_rows(plan, s, outcomes) + _cap_rows(plan, s, outcomes, shadow.LPPrices(None, "-"))
+    plan["explanations"] = (_demand_rows(s, ym, res, short, long) + _target_rows(plan, s, outcomes)
+                            + _cap_rows(plan, s, outcomes, long))
     plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)

@@ -100,6 +100,7 @@ class LPPrices:
     demand: dict[str, float] = field(default_factory=dict)  # demand -> USD/yr per user | per run
     tight: dict[str, bool] = field(default_factory=dict)  # demand -> any of its rows tight
     rows: dict[tuple, float] = field(default_factory=dict)  # (family, entity) -> dual
+    by_year: dict[str, dict[int, float]] = field(default_factory=dict)  # demand -> year -> price in that year's USD
 
     @property
     def ok(self) -> bool:
@@ -113,14 +114,19 @@ def _read(fm: FleetModel, res: SolveResult) -> LPPrices:
     for key, c in sorted(fm.rows.items()):
         out.rows[key] = dual(c)
     for dk, d in sorted(fm.options.demands.items()):
-        mine = [key for key in fm.rows if key[0] == "demand" and key[1][0] == dk]
-        price = sum(out.rows[key] for key in mine)
-        if d.kind == "batch" and d.runs_per_year:
-            price /= d.runs_per_year
-        elif d.kind == "edge" and d.units:
-            price /= d.units
-        out.demand[dk] = price
-        out.tight[dk] = any(is_tight(fm.rows[key]) for key in mine)
+        by_year = {}
+        for t in fm.years:
+            key = ("demand", (dk, t))
+            if key not in fm.rows:
+                continue
+            price = out.rows[key] / (fm.discount(t) if fm.npv else 1.0)  # NPV dollars back to year t's
+            size = fm.demand_at(dk, t)
+            if d.kind == "batch" and size:  # the row asks for shares of the year's runs
+                price /= size
+            by_year[t] = price
+            out.tight[dk] = out.tight.get(dk, False) or is_tight(fm.rows[key])
+        out.by_year[dk] = by_year
+        out.demand[dk] = by_year.get(fm.last, 0.0)
     return out
 
 
@@ -160,8 +166,8 @@ def one_more_system(fm: FleetModel, fleet: dict[tuple, int], base: LPPrices,
     if not base.ok:
         return out
     for (store, key), count in sorted(fleet.items(), key=lambda kv: repr(kv[0])):
-        if store not in ("p", "k") or count <= 0:
-            continue
+        if store not in ("p", "k") or count <= 0 or fm.npv:
+            continue  # (a multi-year plan's systems are bought in a year and held for years)
         oid = key[0]
         up = getattr(fm, store)[key].upBound
         if up is not None and count + 1 > up:

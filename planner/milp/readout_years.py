@@ -122,7 +122,8 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
                     "purchase_usd": r2(paid) if o.acquisition == "buy" else None,
                     "power_kw": r2(system.power_kw * held[oid]),
                     "price_source": o.source, "price_as_of": o.as_of.isoformat()})
-    return out
+    api = [{**f, "new_this_year": 0} for f in api_fleet(ym, res.values, t)]
+    return sorted(out + api, key=lambda f: (-f["cost_usd_per_year"], f["offer"]))
 
 
 def _unserved(s: Scenario, ym: YearModel, res, t: int) -> dict:
