@@ -9,7 +9,6 @@ from planner.data.scenario import Scenario
 from planner.data.years import check_multiyear
 from planner.explain.diagnosis import (
     diagnose,
-    diagnose_years,
     no_option_diagnosis,
     unplaceable,
 )
@@ -50,14 +49,13 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         bound = prune.full_model_bound(fm)
         fm = model.build(s, cat, opts, keep_pairs=bound.support)
     res = solve(fm, time_limit_s=time_limit_s)
-    why = diagnose_years if s.multi_year else diagnose
     if res.status == "infeasible" and not fm.pairs_pruned:
-        raise InfeasibleError(why(s, cat, opts, time_limit_s))
+        raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
         fm, bound = model.build(s, cat, opts, prune=False), None
         res = solve(fm, time_limit_s=time_limit_s)
         if res.status == "infeasible":
-            raise InfeasibleError(why(s, cat, opts, time_limit_s))
+            raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
     if bound is not None:
         res = prune.against_full_model(res, bound, s.solver.gap)

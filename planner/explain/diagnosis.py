@@ -60,42 +60,54 @@ def _demand_rules(d: Demand, opts: Options) -> list[str]:
 
 
 DIAGNOSIS_GAP = 1e-5  # the elastic optimum is the smallest relaxation; keep it tight
+FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
+
+
+def _budget_relaxation(s, fm, family: str, t: int, amount: float) -> dict:
+    cap, where = year_caps(s, t)[family]
+    new = float(math.ceil(cap + amount - 1e-6))
+    if fm.npv:
+        return {"family": "budget", "year": t, "constraint": where, "shortfall": r2(amount), "unit": "USD",
+                "current": cap, "suggested": new,
+                "message": f"year {t}: {FAMILY_WORDS[family]} budget short by ${amount:,.0f} (raise {where} from "
+                           f"${cap:,.0f} to ${new:,.0f}, or set budget.mode: max-coverage to serve what the "
+                           "budget allows)"}
+    return {"family": "budget", "constraint": where, "shortfall": round(amount, 2), "unit": "USD per year",
+            "current": cap, "suggested": new,
+            "message": f"budget short by ${amount:,.0f}/yr (raise {where} from ${cap:,.0f} to ${new:,.0f})"}
 
 
 def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
-    """Solve the elastic model; each non-zero slack is one relaxation with its size."""
+    """Solve the elastic model (one year or the horizon); each non-zero slack is one relaxation
+    with its size, rounded up so that re-planning with the suggested value finds a plan."""
     fm = model.build(s, cat, opts, elastic=True)
     res = solve(fm, time_limit_s=time_limit_s, gap=min(s.solver.gap, DIAGNOSIS_GAP))
     if not res.ok:
         raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
     relax = []
-    for (family, _), v in sorted(fm.slack.items()):
+    for (family, t), v in sorted(fm.slack.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         amount = res.values.get(v.name, 0.0)
         if amount <= 1e-6:
             continue
-        if family == "power":
-            cap = s.site.power_cap_kw
-            new = math.ceil((cap + amount) * 100 - 1e-6) / 100
-            relax.append({"family": "power", "constraint": "site.power_cap_kw", "shortfall": round(amount, 3),
-                          "unit": "kW", "current": cap, "suggested": new,
-                          "message": f"power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
-                                     f"{cap:,.1f} to {new:,.2f})"})
-        else:
-            field = {"usd": "usd_per_year", "capex": "capex_usd_per_year", "opex": "opex_usd_per_year"}[family]
-            cap = getattr(s.budget, field)
-            new = float(math.ceil(cap + amount - 1e-6))
-            relax.append({"family": "budget", "constraint": f"budget.{field}", "shortfall": round(amount, 2),
-                          "unit": "USD per year", "current": cap, "suggested": new,
-                          "message": f"budget short by ${amount:,.0f}/yr (raise budget.{field} from "
-                                     f"${cap:,.0f} to ${new:,.0f})"})
-    for (dk, _), v in sorted(fm.unserved.items()):
+        if family != "power":
+            relax.append(_budget_relaxation(s, fm, family, t, amount))
+            continue
+        cap = s.site.power_cap_kw
+        new = math.ceil((cap + amount) * 100 - 1e-6) / 100
+        when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
+        relax.append({"family": "power", **year, "constraint": "site.power_cap_kw", "shortfall": round(amount, 3),
+                      "unit": "kW", "current": cap, "suggested": new,
+                      "message": f"{when}power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
+                                 f"{cap:,.1f} to {new:,.2f})"})
+    for (dk, t), v in sorted(fm.unserved.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         share = res.values.get(v.name, 0.0)
         if share <= 1e-6:
             continue
-        d = opts.demands[dk]
-        what = f"{share * d.users:,.0f} of {d.users:,} users" if d.kind == "serve" else f"{share:.0%} of its runs"
-        relax.append({"family": "demand", "constraint": dk, "shortfall": round(share, 6), "unit": "share",
-                      "message": f"job '{dk}' cannot be fully met: {what} unserved even with the "
+        d, need = opts.demands[dk], fm.demand_at(dk, t)
+        when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
+        what = f"{share * need:,.0f} of {need:,} users" if d.kind == "serve" else f"{share:.0%} of its runs"
+        relax.append({"family": "demand", **year, "constraint": dk, "shortfall": round(share, 6), "unit": "share",
+                      "message": f"{when}job '{dk}' cannot be fully met: {what} unserved even with the "
                                  "budget and power relaxed (availability caps or redundancy bind)"})
     if not relax:
         relax.append({"family": "unknown", "constraint": "", "message":
@@ -103,43 +115,3 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
                       "solver.time_limit_s"})
     summary = "no plan meets every constraint. What to relax:\n" + "\n".join("  - " + r["message"] for r in relax)
     return Diagnosis(summary, relax)
-
-
-FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
-
-
-def diagnose_years(s: Scenario, cat, opts, time_limit_s=None) -> Diagnosis:
-    """The elastic multi-year model: each year's budget or power shortfall, or unmeetable demand."""
-    ym = model.build(s, cat, opts, elastic=True)
-    res = solve(ym, time_limit_s=time_limit_s)
-    if not res.ok:
-        raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
-    relax = []
-    for (family, t), v in sorted(ym.slack.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        amount = res.values.get(v.name, 0.0)
-        if amount <= 1e-6:
-            continue
-        if family == "power":
-            cap = s.site.power_cap_kw
-            relax.append({"family": "power", "year": t, "constraint": "site.power_cap_kw", "shortfall": r2(amount, 3),
-                          "unit": "kW", "suggested": r2(cap + amount, 3),
-                          "message": f"year {t}: power cap needs +{amount:,.1f} kW (raise site.power_cap_kw "
-                                     f"from {cap:,.1f} to {cap + amount:,.1f})"})
-            continue
-        cap, where = year_caps(s, t)[family]
-        relax.append({"family": "budget", "year": t, "constraint": where, "shortfall": r2(amount),
-                      "unit": "USD", "suggested": r2(cap + amount),
-                      "message": f"year {t}: {FAMILY_WORDS[family]} budget short by ${amount:,.0f} (raise {where} from "
-                                 f"${cap:,.0f} to ${cap + amount:,.0f}, or set budget.mode: max-coverage "
-                                 "to serve what the budget allows)"})
-    for (dk, t), v in sorted(ym.unserved.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        share = res.values.get(v.name, 0.0)
-        if share > 1e-6:
-            relax.append({"family": "demand", "year": t, "constraint": dk, "shortfall": r2(share, 6),
-                          "unit": "share", "message": f"year {t}: job '{dk}' cannot be fully met ({share:.0%} "
-                                                      "unserved even with budgets and power relaxed)"})
-    if not relax:
-        relax.append({"family": "unknown", "constraint": "", "message": "the elastic model found a plan without "
-                      "relaxing anything; rerun with a longer solver.time_limit_s"})
-    return Diagnosis("no plan meets every constraint. What to relax:\n"
-                     + "\n".join("  - " + r["message"] for r in relax), relax)
