@@ -90,9 +90,10 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
     check_pools(plan, s, cat, v, ledger)
     hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
-    check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v)
+    check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v, cat)
     check_fleet(hardware, s, cat, v, ledger, costed=not multi)
-    check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi)
+    check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi,
+                     horizon_years=s.horizon_years)
     check_job_costs(plan, fleet, s, v, ledger, parts)
     check_utilisation(plan["utilisation"], fleet, cat, v, ledger)
     if multi:
