@@ -209,6 +209,16 @@ def _set(getter, key, value):
 
 
 UNIT = lambda p: p["jobs"][0]["unit_cost"]
+
+
+def _move(src: str, dst: str):
+    """A cost component moved into another: the total still adds up."""
+    def mutate(plan):
+        parts = plan["cost_breakdown_usd_per_year"]
+        parts[dst] = parts.get(dst, 0.0) + parts.pop(src)
+    return mutate
+
+
 FORGERIES = [
     ("rent-vs-buy.yaml", "residual value x 2", _set(_bought, "residual_value_usd", lambda x: x * 2)),
     ("rent-vs-buy.yaml", "residual value 0", _set(_bought, "residual_value_usd", 0.0)),
@@ -218,6 +228,8 @@ FORGERIES = [
     ("rent-vs-buy.yaml", "$/M input tokens x 0.1", _set(UNIT, "usd_per_million_input_tokens", lambda x: x * 0.1)),
     ("rent-vs-buy.yaml", "$ per request x 0.1", _set(UNIT, "usd_per_request", lambda x: x * 0.1)),
     ("rent-vs-buy.yaml", "headline input for a chat job", _set(UNIT, "headline", "input")),
+    ("rent-vs-buy.yaml", "ops staff moved into capital", _move("ops", "capital")),
+    ("internal-tool.yaml", "API tokens moved into rental", _move("api", "rental")),
     ("internal-tool.yaml", "API share 0.5", _set(_api_row, "share", 0.5)),
     ("internal-tool.yaml", "API users served x 0.5", _set(_api_row, "users_served", lambda x: x * 0.5)),
     ("internal-tool.yaml", "API cost x 0.1", _set(_api_row, "cost_usd_per_year", lambda x: x * 0.1)),

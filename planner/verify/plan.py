@@ -31,7 +31,7 @@ from planner.data.catalog import Catalog
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.verify.common import Ledger, Verification
-from planner.verify.fleet import check_fleet, check_totals
+from planner.verify.fleet import check_breakdown, check_fleet, check_totals
 from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
 from planner.verify.api import check_api, check_api_fleet
 from planner.verify.placements import check_batch, check_edge, check_serve
@@ -100,6 +100,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
         verify_years(plan, s, cat, v)
     else:
         check_totals(plan, fleet, s, v)
+        check_breakdown(plan, fleet, s, v, ledger)
 
 
 def read_plan_file(path) -> dict:
