@@ -37,12 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from identical import export  # noqa: E402
+from identical import export
 
-from planner.data.catalog import load_catalog  # noqa: E402
-from planner.data.consistency import resolve  # noqa: E402
-from planner.data.scenario import load_scenario  # noqa: E402
-from planner.options.eligibility import offer_exclusion  # noqa: E402
+from planner.data.catalog import load_catalog
+from planner.data.consistency import resolve
+from planner.data.scenario import load_scenario
+from planner.options.eligibility import offer_exclusion
 
 
 def default_before() -> str:
@@ -54,7 +54,7 @@ def default_before() -> str:
 
 def plan(tree: Path, scenario: Path) -> tuple[int, dict | None]:
     r = subprocess.run([sys.executable, "-m", "planner", "run", str(scenario), "-f", "json", "--explain", "none",
-                        "--no-timings", "-q"], capture_output=True, text=True, cwd=tree,
+                        "--no-timings", "-q"], capture_output=True, text=True, cwd=tree, check=False,
                        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
     try:
         return r.returncode, json.loads(r.stdout) if r.returncode == 0 else None
@@ -148,7 +148,7 @@ def table(before_tree: Path, after_tree: Path) -> None:
                    & {p.name for p in (after_tree / "scenarios").glob("*.yaml")})
     for name in names:
         (cb, pb), (ca, pa) = plan(before_tree, Path("scenarios") / name), plan(after_tree, Path("scenarios") / name)
-        cost = lambda p, c: money(p["total_cost_usd_per_year"]) if p else f"exit {c}"  # noqa: E731
+        cost = lambda p, c: money(p["total_cost_usd_per_year"]) if p else f"exit {c}"
         print(f"{name:<28} {cost(pb, cb):>10} -> {cost(pa, ca):>10}")
         if pb is None and pa is None:
             print("    no plan either side (the scenario shows a diagnosis)\n")
@@ -231,7 +231,9 @@ def main() -> int:
     ap.add_argument("--skip-table", action="store_true", help="skip the shipped-scenario table (the slowest part)")
     args = ap.parse_args()
     before = args.before or default_before()
-    print(f"before: {before} ({subprocess.run(['git', 'rev-parse', '--short', before], cwd=ROOT, capture_output=True, text=True).stdout.strip()}); after: the working tree\n")
+    short = subprocess.run(["git", "rev-parse", "--short", before], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    print(f"before: {before} ({short}); after: the working tree\n")
     with tempfile.TemporaryDirectory() as tmp:
         before_tree = export(before, Path(tmp) / "before")
         work = Path(tmp) / "work"

@@ -8,7 +8,6 @@ Every plan here is solved without explanations except where the why-not is the p
 from __future__ import annotations
 
 import copy
-from functools import cache
 
 import pytest
 import yaml
@@ -45,7 +44,7 @@ def _offers(plan) -> list:
 
 def test_a_china_only_offer_is_never_used_by_a_us_site_and_why_not_says_so(tmp_path):
     cloud = {"ownership": "cloud"}
-    s, us = _plan(tmp_path, _doc("us-site", {**cloud, "region": "us"}, {"acquisition": ["on-demand"]},
+    _, us = _plan(tmp_path, _doc("us-site", {**cloud, "region": "us"}, {"acquisition": ["on-demand"]},
                                  [SMALL_CHAT]), explain="brief")
     assert {o.region for o in _offers(us)} <= {"us", "global"}
     _, cn = _plan(tmp_path, _doc("cn-site", {**cloud, "region": "cn"}, {"acquisition": ["on-demand"]}, [SMALL_CHAT]))
@@ -88,21 +87,19 @@ NOT_AZURE = ["together", "deepinfra", "groq", "sambanova", "aws-bedrock", "nebiu
 NOT_BEDROCK = ["together", "deepinfra", "groq", "sambanova", "azure", "nebius"]
 
 
-@cache
-def _rate_plans(tmp):
-    from pathlib import Path
-
-    out = {}
+@pytest.fixture(scope="module")
+def rate_plans(tmp_path_factory):
+    """The same job with Azure's API (400,000 tokens a minute) or AWS Bedrock's (no published limit)."""
+    tmp, out = tmp_path_factory.mktemp("rate"), {}
     for name, excluded in (("azure", NOT_AZURE), ("bedrock", NOT_BEDROCK)):
         policy = {"acquisition": ["on-demand", "api"], "exclude_providers": excluded}
-        out[name] = _plan(Path(tmp), _doc(f"rate-{name}", {"ownership": "cloud"}, policy, [RATE_JOB]))
+        out[name] = _plan(tmp, _doc(f"rate-{name}", {"ownership": "cloud"}, policy, [RATE_JOB]))
     return out
 
 
-def test_the_api_rate_limit_caps_its_share_and_the_overflow_runs_on_rented_gpus(tmp_path_factory):
-    plans = _rate_plans(str(tmp_path_factory.mktemp("rate")))
-    _, limited = plans["azure"]
-    _, unlimited = plans["bedrock"]
+def test_the_api_rate_limit_caps_its_share_and_the_overflow_runs_on_rented_gpus(rate_plans):
+    _, limited = rate_plans["azure"]
+    _, unlimited = rate_plans["bedrock"]
     # Azure's 400,000 tokens a minute at 20 tok/s x (1 + 1024/512) = 3,600 tokens a minute per user: 111 users
     job = limited["jobs"][0]
     (api,) = job["api"]
@@ -116,8 +113,8 @@ def test_the_api_rate_limit_caps_its_share_and_the_overflow_runs_on_rented_gpus(
     assert unlimited["total_cost_usd_per_year"] < limited["total_cost_usd_per_year"]
 
 
-def test_an_api_share_is_billed_by_the_tokens_the_job_uses(tmp_path_factory):
-    _, limited = _rate_plans(str(tmp_path_factory.mktemp("rate")))["azure"]
+def test_an_api_share_is_billed_by_the_tokens_the_job_uses(rate_plans):
+    _, limited = rate_plans["azure"]
     (api,) = limited["jobs"][0]["api"]
     users = api["users_served"]
     out = users * 20 * 3600 * 24 * 365 * 0.1  # users x tok/s x s/h x h/day x days x active
@@ -261,8 +258,8 @@ def test_a_forged_economics_key_is_caught(name, label, mutate):
     assert not result.ok, f"{label}: {result.summary()}"
 
 
-def test_the_api_rate_limit_is_verified(tmp_path_factory):
-    s, limited = _rate_plans(str(tmp_path_factory.mktemp("rate")))["azure"]
+def test_the_api_rate_limit_is_verified(rate_plans):
+    s, limited = rate_plans["azure"]
     forged = copy.deepcopy(limited)
     job = forged["jobs"][0]
     job["api"][0]["users_served"] = 190.0
