@@ -266,7 +266,9 @@ def test_small_scenarios_see_every_pair_and_the_shortlist_costs_little(monkeypat
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     pruned = plan(s)
     assert pruned["solver"]["pairs_pruned"] > 0
-    assert exact["total_cost_usd_per_year"] <= pruned["total_cost_usd_per_year"] * (1 + 1e-6)
+    # both are solved to the scenario's relative gap (solver.gap, 0.1%): the shortlist's plan may land
+    # within that gap below the full model's (choose-go since GPU-cloud caps: $90,115,346 vs $90,141,684)
+    assert exact["total_cost_usd_per_year"] <= pruned["total_cost_usd_per_year"] * (1 + s.solver.gap)
     assert pruned["total_cost_usd_per_year"] <= exact["total_cost_usd_per_year"] * 1.05
     independent_check(s, pruned)
 

@@ -8,9 +8,14 @@ def usd(x: float | None, digits: int = 0) -> str:
 
 
 def unit_cost_text(uc: dict) -> str:
-    """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict."""
+    """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict; a
+    job whose headline unit is input tokens leads with '$0.066 per million input tokens'."""
     parts = []
-    if uc.get("usd_per_million_tokens") is not None:
+    if uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None:
+        # a prefill-heavy job (RAG, summarising) is priced by what it reads first
+        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens "
+                     f"({usd(uc['usd_per_million_tokens'], 3)} per million output tokens)")
+    elif uc.get("usd_per_million_tokens") is not None:
         parts.append(f"{usd(uc['usd_per_million_tokens'], 3)} per million output tokens")
     if uc.get("usd_per_user_per_year") is not None:
         parts.append(f"{usd(uc['usd_per_user_per_year'])} per concurrent user-year")

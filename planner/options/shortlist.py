@@ -1,7 +1,9 @@
 """Which (option, offer) pairs of each demand the MILP sees: every pair for small scenarios, a
 documented shortlist for large ones.
 
-Each pair is priced as if it met its whole demand alone (`pair_cost`, USD per year):
+Each pair is priced as if it met its whole demand alone (`pair_cost`, USD per year; fixed_o is an
+owned system's yearly fixed cost as the MILP's objective charges it, ops and resale at the horizon
+included: physics/costs.py owned_fixed_usd_per_year):
   serving, rented by the hour   ceil(ceil(users / users_i) x slots_i / per_o) systems x price_o x hours_d
   serving, owned (buy/reserved) users / users_i x slots_i accelerators x (fixed_o / per_o + busy_o x hours_d)
                                 (fractional: an owned box is shared, so its leftover slots are not waste)
@@ -48,7 +50,7 @@ def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
     per = system.accelerators
     owned = costs.is_owned(o)
     if owned:
-        fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
+        fixed = _fixed(s, o, system)
         busy = costs.busy_usd_per_hour(o, system, s.site)
     if d.kind == "serve":
         opt = opts.serve[dk][i]
@@ -64,6 +66,13 @@ def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
         return opt.accelerators * run_h * d.runs_per_year * (fixed / HOURS_PER_YEAR + busy) / per
     systems = max(1, math.ceil(opt.accelerators / per))
     return systems * run_h * o.price_usd_per_hour * d.runs_per_year
+
+
+def _fixed(s, o, system) -> float:
+    """Yearly fixed cost of one owned system as the fleet MILP charges it (milp/fleet.py
+    define_owned_variables): capital less the resale at the end of a horizon shorter than the useful
+    life, support, ops, hosting and idle power; or the reserved commitment."""
+    return sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate, s.horizon_years).values())
 
 
 def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str, list[Pair]],
@@ -137,7 +146,7 @@ def standalone_owned_batch_cost(s, cat, opts, dk: str, i: int, oid: str) -> floa
     per = system.accelerators
     acc_hours = opt.accelerators * opt.hours_per_run * d.runs_per_year
     n = max(math.ceil(opt.accelerators / per), math.ceil(acc_hours / (per * HOURS_PER_YEAR) - 1e-9))
-    fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate).values())
+    fixed = _fixed(s, o, system)
     return n * fixed + acc_hours / per * costs.busy_usd_per_hour(o, system, s.site)
 
 

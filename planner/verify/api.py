@@ -26,6 +26,9 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                 and (s.policy.providers is None or a.provider in s.policy.providers)
                 and a.provider not in s.policy.exclude_providers and job.stage == "serve",
                 f"{where}: the policy, region or model rules this API out (model {a.model}, region {a.region})")
+        v.check("plan", (r.get("provider"), r.get("region")) == (a.provider, a.region),
+                f"{where}: reported from {r.get('provider')} in '{r.get('region')}'; the catalog API is "
+                f"{a.provider}'s in '{a.region}'")
         share = r["share"]
         v.check("plan", 0 < share <= 1 + 1e-9 and close(r["users_served"], share * part.users, 1e-5, 2e-3),
                 f"{where}: a share of {share} serves {share * part.users:.3f} of {part.users} users, "
@@ -51,9 +54,16 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
     return users
 
 
-def check_api_fleet(rows: list[dict], plan_jobs: list[dict], v: Verification) -> None:
-    """Each API fleet row costs what the jobs' shares on it cost, and bills their tokens."""
+def check_api_fleet(rows: list[dict], plan_jobs: list[dict], v: Verification, cat: Catalog | None = None) -> None:
+    """Each API fleet row names its catalog API (model, provider, region, tier api), costs what the
+    jobs' shares on it cost, and bills their tokens."""
     for f in rows:
+        a = cat.api_offers.get(f["offer"]) if cat is not None else None
+        if cat is not None and v.check("catalog", a is not None, f"API fleet row '{f['offer']}' is not in the catalog's api_offers"):
+            v.check("plan", (f.get("system"), f.get("provider"), f.get("region"), f.get("tier"))
+                    == (a.model, a.provider, a.region, "api"),
+                    f"API fleet row '{f['offer']}' is reported as {f.get('system')} from {f.get('provider')} in "
+                    f"'{f.get('region')}' (tier {f.get('tier')}); the catalog API is {a.model} from {a.provider} in '{a.region}'")
         shares = [r for j in plan_jobs for r in j.get("api") or [] if r["offer"] == f["offer"]]
         v.check("plan", bool(shares) and f["systems"] == 0 and f["accelerators"] == 0 and f["power_kw"] == 0,
                 f"API fleet row '{f['offer']}': no job uses it, or it claims systems or power")

@@ -116,3 +116,18 @@ def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification) -> None:
     if "years" not in plan:
         v.check("costs", close(plan["total_cost_usd_over_horizon"], total * s.horizon_years),
                 f"horizon total ${plan['total_cost_usd_over_horizon']:,.0f} is not {s.horizon_years} x ${total:,.0f}")
+
+
+def check_breakdown(plan: dict, fleet: dict, s: Scenario, v: Verification, ledger: Ledger) -> None:
+    """The cost components a reader re-derives from the fleet alone (single-period plans): ops is
+    site.ops_usd_per_system_year for every bought system that hosts serving or training (edge units
+    ride on robots: no data-centre staff), api the hosted APIs' rows."""
+    parts = plan.get("cost_breakdown_usd_per_year") or {}
+    bought = sum(f["systems"] - ledger.edge_units.get(oid, 0) for oid, f in fleet.items() if f["acquisition"] == "buy")
+    ops = bought * s.site.ops_usd_per_system_year
+    v.check("costs", close(parts.get("ops", 0.0), ops, REL, USD),
+            f"cost breakdown ops ${parts.get('ops', 0.0):,.2f}; {bought} bought systems at "
+            f"${s.site.ops_usd_per_system_year:,.0f} a year (site.ops_usd_per_system_year) cost ${ops:,.2f}")
+    api = sum(f["cost_usd_per_year"] for f in fleet.values() if f["acquisition"] == "api")
+    v.check("costs", close(parts.get("api", 0.0), api, REL, USD),
+            f"cost breakdown api ${parts.get('api', 0.0):,.2f}; the hosted-API rows cost ${api:,.2f}")

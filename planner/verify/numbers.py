@@ -17,6 +17,7 @@ from __future__ import annotations
 from planner.data.catalog import Catalog
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from planner.data.scenario import Scenario
+from planner.physics import costs
 from planner.verify.common import REL, USD, Ledger, Verification, close, owned
 
 
@@ -28,10 +29,11 @@ def whole(x) -> bool:
 
 
 def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str = "",
-                     purchase: bool = True) -> None:
-    """Each fleet row names its offer's system, accelerator, acquisition and provider; accelerators
-    and power follow from the systems held; a bought row's purchase_usd is price x systems
-    (`purchase` False: multi-year rows, whose prices follow trends, are checked by years.py)."""
+                     purchase: bool = True, horizon_years: int | None = None) -> None:
+    """Each fleet row names its offer's system, accelerator, acquisition, provider, region and tier;
+    accelerators and power follow from the systems held; a bought row's purchase_usd is price x
+    systems and its residual_value_usd the resale at the horizon (costs.residual_value_usd) x systems
+    (`purchase` False: multi-year rows, whose prices and resale follow trends, are checked by years.py)."""
     for f in rows:
         o = cat.offers.get(f["offer"])
         if o is None or o.system not in cat.systems:
@@ -45,15 +47,23 @@ def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str
                 f"{name} is reported as {f['acquisition']} {f['system']} ({f['accelerator']}) from "
                 f"{f['provider']}; the catalog offer is {o.acquisition} {o.system} ({system.accelerator}) "
                 f"from {o.provider}")
+        v.check("plan", (f.get("region"), f.get("tier")) == (o.region, o.tier),
+                f"{name} is reported in region '{f.get('region')}', tier '{f.get('tier')}'; the catalog offer is "
+                f"in '{o.region}', tier '{o.tier}'")
         v.check("plan", close(f["power_kw"], system.power_kw * n, 1e-4, 0.01),
                 f"{name}: {f['power_kw']} kW for {n} systems of {system.power_kw:g} kW")
         if o.acquisition != "buy":
-            v.check("costs", f.get("purchase_usd") is None,
-                    f"{name}: a purchase price (${f.get('purchase_usd')}) on a {o.acquisition} offer")
+            v.check("costs", f.get("purchase_usd") is None and not f.get("residual_value_usd"),
+                    f"{name}: a purchase price (${f.get('purchase_usd')}) or residual value "
+                    f"(${f.get('residual_value_usd')}) on a {o.acquisition} offer")
         elif purchase:
             got = f.get("purchase_usd")
             v.check("costs", got is not None and close(got, o.purchase_usd * n, 1e-6, 0.01),
                     f"{name}: purchase ${got} for {n} systems at ${o.purchase_usd:,.2f}")
+            back, want = f.get("residual_value_usd"), costs.residual_value_usd(o, horizon_years) * n
+            v.check("costs", back is not None and close(back, want, 1e-6, 0.01),
+                    f"{name}: residual value ${back} at the end of a {horizon_years}-year horizon; {n} systems "
+                    f"of a {o.useful_life_years:g}-year life resell for ${want:,.2f}")
 
 
 def check_placement(p: dict, part, v: Verification) -> None:

@@ -31,7 +31,7 @@ from planner.data.catalog import Catalog
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.verify.common import Ledger, Verification
-from planner.verify.fleet import check_fleet, check_totals
+from planner.verify.fleet import check_breakdown, check_fleet, check_totals
 from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
 from planner.verify.api import check_api, check_api_fleet
 from planner.verify.placements import check_batch, check_edge, check_serve
@@ -90,15 +90,17 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
     check_pools(plan, s, cat, v, ledger)
     hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
-    check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v)
+    check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v, cat)
     check_fleet(hardware, s, cat, v, ledger, costed=not multi)
-    check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi)
+    check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi,
+                     horizon_years=s.horizon_years)
     check_job_costs(plan, fleet, s, v, ledger, parts)
     check_utilisation(plan["utilisation"], fleet, cat, v, ledger)
     if multi:
         verify_years(plan, s, cat, v)
     else:
         check_totals(plan, fleet, s, v)
+        check_breakdown(plan, fleet, s, v, ledger)
 
 
 def read_plan_file(path) -> dict:
