@@ -296,9 +296,6 @@ def test_the_shortlist_prices_a_bought_node_as_the_plan_charges_it_resale_and_op
     assert shortlist.pair_cost(s, cat, opts, dk, i, oid) == pytest.approx(want, rel=1e-4)
 
 
-@pytest.mark.xfail(strict=True, reason="the multi-year model prices API tokens (milp/api.py define_api_variables_years) "
-                   "but milp/readout_years.py does not read the shares out, so the verifier finds the demand unserved "
-                   "and the year's cost in no fleet row (exit 1); remove this mark when the readout carries them")
 def test_a_multi_year_plan_that_uses_an_api_reports_and_verifies_it(tmp_path):
     doc = yaml.safe_load((SCENARIOS / "internal-tool.yaml").read_text())
     doc["name"] = "internal-tool-growing"
