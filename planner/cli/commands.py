@@ -291,7 +291,36 @@ def compare_cmd(
     typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
 
 
-COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}
+@app.command("calibrate")
+def calibrate_cmd(
+    files: List[Path] = typer.Argument(..., metavar="FILE...", help="vLLM --save-result JSON, SGLang bench_serving "
+                                       "JSONL, genai-perf profile_export*.json, or a measurements CSV"),
+    model: Optional[str] = typer.Option(None, "--model", help="the catalog model the runs served (default: matched "
+                                        "from the file's model name)"),
+    system: Optional[str] = typer.Option(None, "--system", help="the catalog system the runs used (files never "
+                                         "record it), e.g. h100-sxm-x8"),
+    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="tensor-parallel size, where the file lacks it"),
+    precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp8, int8, int4 or fp4, where the "
+                                            "file lacks it"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="the serving engine (vllm, sglang, trtllm)"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="clients of an open-loop run "
+                                              "(the file records none)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the measurements CSV to this file "
+                                          "(default: stdout)"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    report: bool = typer.Option(False, "--report", help="print the physics model's error against the rows and "
+                                "the per-accelerator factors that would fit them"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+):
+    """Turn serving-benchmark results into a measurements CSV for --measurements (and --report the
+    physics model's error against them)."""
+    from planner.cli.calibrating import CalibrateRequest, run_calibrate
+
+    run_calibrate(CalibrateRequest(list(files), model, system, tp, precision, engine, concurrency, output, force,
+                                   report, tuple(str(c) for c in catalog or ())))
+
+
+COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare", "calibrate"}
 
 
 def _route(argv: list[str]) -> list[str]:

@@ -223,7 +223,9 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
     """Rows of a vLLM / SGLang / genai-perf / AIPerf result file, one per run, in file order.
 
     Values in the file win and keyword arguments fill what it lacks; a keyword contradicting the file
-    raises. ``engine`` overrides the file's guess; ``concurrency`` only fills an open-loop/unset run.
+    raises. ``engine`` overrides the file's guess; ``concurrency`` only fills an open-loop/unset run;
+    ``model`` names the catalog model the run served and replaces the file's checkpoint name (such
+    as a Hugging Face repo), which the row's source keeps ("... served <name>").
     """
     p = Path(path)
     try:
@@ -244,7 +246,9 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
                 raise c.fail(f"precision {precision!r} is not one the planner knows", f"pass {_FLAG[key]}")
             if value is None:
                 continue
-            if f.get(key) is None or key == "engine":  # the file's engine is only a guess
+            if key == "model" and f.get(key) not in (None, "", value):
+                f["served"] = f[key]  # the checkpoint's own name; the row names the catalog model
+            if f.get(key) is None or key in ("engine", "model"):  # the file's engine is only a guess
                 f[key] = value
             elif str(f[key]).lower() != str(value).lower():
                 raise c.fail(f"{key} given as {value} but the file says {f[key]}",
@@ -266,9 +270,10 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
         if f["tpot_ms"] <= 0:
             raise c.fail(f"mean TPOT is {f['tpot_ms']} ms", "need a streamed run with outputs > 1 token")
         where = str(p) + ("" if line is None else f":{line}")
+        source = f"{c.fmt}:{where}" + (f" served {f['served']}" if f.get("served") else "")
         rows.append(Measurement(str(f["model"]), str(f["system"]), f["tp"], str(f["precision"]), f["input_tokens"],
                                 f["output_tokens"], f["concurrency"], round(f["tpot_ms"], 4),
-                                None if f["ttft_ms"] is None else round(f["ttft_ms"], 4), f"{c.fmt}:{where}",
+                                None if f["ttft_ms"] is None else round(f["ttft_ms"], 4), source,
                                 f.get("pp") or 1, f.get("kv_precision"), f.get("engine"), f.get("as_of"), where))
     return rows
 
