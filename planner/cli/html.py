@@ -14,9 +14,9 @@ from planner.cli.render import (
     CHECKS,
     FLEET_COLUMNS,
     FLEET_HEADERS,
-    PLACEMENT_COLUMNS,
     PLACEMENT_HEADERS,
     cost_line,
+    placement_columns,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -133,9 +133,10 @@ def plan_html(plan: dict) -> str:
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",
-                 _table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS)]
+                 _table(job["placements"], placement_columns(job), PLACEMENT_HEADERS)]
         if job.get("why"):
-            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in job["why"]) + "</ul>")
+            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*[job.get("traffic")] * bool(job.get("traffic")),
+                                                                      *job["why"]]) + "</ul>")
         checks = job.get("checks") or {}
         if checks:
             body.append("<h3>Before signing</h3><ul>" + "".join(

@@ -218,6 +218,8 @@ def explain_placements(plan: dict, s, cat) -> None:
     jobs = {j.name: j for j in s.jobs}
     for job in plan["jobs"]:
         job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        if traffic := runit.traffic_reason(jobs[job["name"]]):
+            job["traffic"] = traffic
         job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
     plan["summary"] = runit.summary(plan, s)
 
