@@ -26,8 +26,10 @@ CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost")
 
 
 def placement_columns(job: dict) -> list[str]:
-    """The placement table's columns; 'part' first when the job has request sizes or pooled parts."""
-    return (["part"] if any(p.get("part") for p in job["placements"]) else []) + PLACEMENT_COLUMNS
+    """The placement table's columns; 'part' first when a serve job has request sizes or pooled parts."""
+    parts = job["stage"] == "serve" and any(p.get("pool") or p.get("part") not in (None, job["name"])
+                                             for p in job["placements"])
+    return (["part"] if parts else []) + PLACEMENT_COLUMNS
 
 
 def pool_lines(plan: dict, markdown: bool) -> list[str]:

@@ -71,10 +71,13 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
             gap = f", {d.users - served:,.0f} unserved" if served < d.users else ""
             price = "-" if sr is None else _usd(sr, 2)
-            msg = (f"one more {what} on '{job.name}' costs {price}/yr {held} (busy power, tokens or "
+            part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
+            msg = (f"one more {what} on '{part}' costs {price}/yr {held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {d.users:,} needed"
                    f"{gap}{down}.{tail} per {what}-year.")
-            rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),
+            field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
+                     else "requests_per_s") + (f" ({dk.split('/', 1)[1]})" if part != job.name else "")
+            rows.append(_row("demand", f"jobs.{job.name}.{field}",
                              short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
             unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
