@@ -17,6 +17,7 @@ from planner.cli.render import (
     PLACEMENT_HEADERS,
     cost_line,
     placement_columns,
+    pool_lines,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -141,6 +142,10 @@ def plan_html(plan: dict) -> str:
         if checks:
             body.append("<h3>Before signing</h3><ul>" + "".join(
                 f"<li><b>{_e(label)}:</b> {_e(checks[k])}</li>" for k, label in CHECKS if k in checks) + "</ul>")
+    pools = pool_lines(plan, markdown=True)
+    if pools:
+        body += [f"<h2>{_e(pools[0][3:])}</h2><ul>" + "".join(f"<li>{_e(x[2:])}</li>" for x in pools[2:] if x)
+                 + "</ul>"]
     body += _explanation(plan)
     s = plan["solver"]
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
