@@ -128,3 +128,17 @@ def test_measurements_flag_adds_to_the_scenarios_own_and_bad_rows_exit_2_at_file
     assert r.code == 2 and "missing.csv: file not found" in r.err
     r = plan_cli(sc, "--measurements", "m.csv", "-o", "m.csv", "--force")  # never written over an input
     assert r.code == 2 and "is an input of this run" in r.err
+
+
+def test_a_sweep_reads_the_scenarios_measurements_relative_to_the_scenario_file(tmp_path, plan_cli, monkeypatch):
+    import json
+
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    sc = _one_job(tmp_path, "measurements: [m.csv]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # m.csv is beside the scenario, not in the working directory
+    r = plan_cli("sweep", sc, "--set", "jobs.0.concurrent_users=20,40", "--format", "json", "--workers", "1", "-q")
+    assert r.code == 0, r.err
+    assert [e["summary"]["status"] for e in json.loads(r.out)] == ["optimal", "optimal"]  # not 'bad-input'
+    assert "file not found" not in r.out + r.err
