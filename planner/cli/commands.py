@@ -293,12 +293,12 @@ def compare_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    files: List[Path] = typer.Argument(..., metavar="FILE...", help="vLLM --save-result JSON, SGLang bench_serving "
+    files: List[Path] = typer.Argument(..., metavar="FILE", help="vLLM --save-result JSON, SGLang bench_serving "
                                        "JSONL, genai-perf profile_export*.json, or a measurements CSV"),
     model: Optional[str] = typer.Option(None, "--model", help="the catalog model the runs served (default: matched "
                                         "from the file's model name)"),
-    system: Optional[str] = typer.Option(None, "--system", help="the catalog system the runs used (files never "
-                                         "record it), e.g. h100-sxm-x8"),
+    system: Optional[str] = typer.Option(None, "--system", help="the catalog system the runs used (only vLLM "
+                                         "--metadata system=ID records it), e.g. h100-sxm-x8"),
     tp: Optional[int] = typer.Option(None, "--tp", min=1, help="tensor-parallel size, where the file lacks it"),
     precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp8, int8, int4 or fp4, where the "
                                             "file lacks it"),
