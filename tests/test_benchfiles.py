@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.data.benchfiles import (
-    COLUMNS,
-    BenchFileError,
-    Row,
-    read_benchmark_file,
-    write_measurements_csv,
-)
+from planner.data.benchfiles import BenchFileError, read_benchmark_file
+from planner.data.measurements import COLUMNS, Measurement, parse_measurements, write_measurements_csv
 
 SAMPLES = Path(__file__).parent / "data" / "bench"
 VLLM = SAMPLES / "vllm_benchmark_serving.json"
@@ -199,7 +194,7 @@ def test_unreadable_path_is_a_bench_file_error(tmp_path):
 
 def test_csv_columns_and_values(tmp_path):
     rows = read_benchmark_file(SGLANG, system="h100-sxm-x1", precision="bf16")
-    rows.append(Row("m", "s", 2, "fp8", 100, 10, 1, 5.5, None, "manual"))
+    rows.append(Measurement("m", "s", 2, "fp8", 100, 10, 1, 5.5, None, "manual"))
     buf = io.StringIO()
     write_measurements_csv(rows, buf)
     out = list(csv.reader(io.StringIO(buf.getvalue())))
@@ -208,10 +203,14 @@ def test_csv_columns_and_values(tmp_path):
                                         "engine", "as_of")
     assert out[2][:9] == ["meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-x1", "1", "bf16", "1024", "256", "64",
                           "9.72", "117.45"]
-    assert out[3][8] == "" and out[3][10:] == ["", "", "", ""]
+    assert out[3][8] == "" and out[3][10:] == ["1", "", "", ""]  # pp 1 unless the run says otherwise
     path = tmp_path / "m.csv"
     write_measurements_csv(rows, path)
     assert path.read_text() == buf.getvalue()
+    back = parse_measurements(path.read_text(), str(path))  # one row type: what is written reads back
+    assert [(r.model, r.system, r.tp, r.pp, r.concurrency, r.tpot_ms, r.ttft_ms) for r in back] == [
+        (r.model.lower(), r.system, r.tp, r.pp, r.concurrency, r.tpot_ms, r.ttft_ms) for r in rows]
+    assert back[0].where == f"{path}:2" and rows[0].where == f"{SGLANG}:1"
 
 
 def test_json_null_file_is_refused(tmp_path):

@@ -81,3 +81,64 @@ def test_an_unknown_system_in_the_file_exits_2_with_its_line(tmp_path, plan_cli)
                   "concurrent_users: 4}\n")
     r = plan_cli(sc)
     assert r.code == 2 and f"{bad}:2: unknown system 'rtx-4090-x9'" in r.err
+
+
+def _one_job(tmp_path, measurements: str = "") -> Path:
+    sc = tmp_path / "s.yaml"
+    sc.write_text(f"name: t\n{measurements}policy: {{acquisition: [on-demand], accelerators: [rtx-4090]}}\n"
+                  "jobs:\n  - {name: chat, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 40,"
+                  " input_tokens: 512, output_tokens: 128, context_tokens: 8192, min_tokens_per_s_per_user: 40}\n")
+    return sc
+
+
+def test_measurements_flag_makes_placements_measured_and_verify_needs_the_same_flag(tmp_path, plan_cli, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)  # --measurements paths are relative to the working directory
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    sc = _one_job(tmp_path)
+    plain = plan_cli(sc, "--format", "json", "--explain", "none", "--no-timings")
+    r = plan_cli(sc, "--measurements", "m.csv", "--format", "json", "--explain", "none", "--no-timings",
+                 "-o", "plan.json")
+    assert plain.code == 0 and r.code == 0, r.err
+    assert {p["basis"] for p in json.loads(plain.out)["jobs"][0]["placements"]} == {"modelled"}
+    placements = json.loads((tmp_path / "plan.json").read_text())["jobs"][0]["placements"]
+    assert {p["basis"] for p in placements} == {"measured"}
+    ok = plan_cli("verify", sc, "plan.json", "--measurements", "m.csv")
+    assert ok.code == 0, ok.err
+    without = plan_cli("verify", sc, "plan.json")  # the plan claims measurements the scenario lacks
+    assert without.code == 5 and "reports basis measured" in without.out + without.err
+    v = plan_cli("validate", sc, "--measurements", "m.csv")
+    assert v.code == 0 and "measurements: 12 row(s) from 1 file(s)" in v.out
+
+
+def test_measurements_flag_adds_to_the_scenarios_own_and_bad_rows_exit_2_at_file_and_line(tmp_path, plan_cli,
+                                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    (tmp_path / "bad.csv").write_text(HEADER + "llama-3.1-8b,rtx-4090-x1,1,fp8,512,128,4,10,,x\n"
+                                      "llama-3.1-8b,rtx-4090-x1,1,fp8,512,128,8,-3,,x\n")
+    sc = _one_job(tmp_path, "measurements: [m.csv]\n")
+    r = plan_cli(sc, "--measurements", "bad.csv", "--explain", "none")
+    assert r.code == 2 and r.out == ""
+    assert "bad.csv:3: tpot_ms is '-3'" in r.err and "To fix:" in r.err
+    r = plan_cli("validate", sc, "--measurements", "bad.csv")
+    assert r.code == 2 and "bad.csv:3:" in r.err
+    r = plan_cli(sc, "--measurements", "missing.csv")
+    assert r.code == 2 and "missing.csv: file not found" in r.err
+    r = plan_cli(sc, "--measurements", "m.csv", "-o", "m.csv", "--force")  # never written over an input
+    assert r.code == 2 and "is an input of this run" in r.err
+
+
+def test_a_sweep_reads_the_scenarios_measurements_relative_to_the_scenario_file(tmp_path, plan_cli, monkeypatch):
+    import json
+
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    sc = _one_job(tmp_path, "measurements: [m.csv]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # m.csv is beside the scenario, not in the working directory
+    r = plan_cli("sweep", sc, "--set", "jobs.0.concurrent_users=20,40", "--format", "json", "--workers", "1", "-q")
+    assert r.code == 0, r.err
+    assert [e["summary"]["status"] for e in json.loads(r.out)] == ["optimal", "optimal"]  # not 'bad-input'
+    assert "file not found" not in r.out + r.err

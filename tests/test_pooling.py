@@ -113,3 +113,33 @@ def test_the_verifier_catches_pooled_forgeries(plans):
 
     for change in (fewer_replicas, more_users, stranger, no_pool_row):
         assert not _forged(plan, change).ok, change.__name__
+
+
+def test_each_bucket_of_a_mix_reserves_its_own_kv_unless_context_tokens_is_given():
+    # the scenario's validator once marked its derived context_tokens as given, so every bucket
+    # reserved the largest bucket's KV: a short chat bucket held as few users as the 4,600-token one
+    s = scenario()
+    d = {x.key: x for x in demands_of(s)}
+    assert d["chat/512x128"].workload.kv_tokens == 640 and d["chat/4000x600"].workload.kv_tokens == 4600
+    assert "context_tokens" not in s.jobs[0].model_fields_set and s.jobs[0].context_tokens == 4600
+    given = {x.key: x for x in demands_of(scenario(context_tokens=8192))}
+    assert {x.workload.kv_tokens for k, x in given.items() if k.startswith("chat/")} == {8192}
+    plan = make_plan(scenario(), explain=False)
+    users = {p["part"]: p["users_per_replica"] for j in plan["jobs"] for p in j["placements"] if p.get("part")}
+    small, large = users.get("chat/512x128"), users.get("chat/4000x600")
+    assert small and large and small > large
+
+
+def test_the_plan_states_littles_law_per_size_and_which_parts_share_replicas(plan_cli, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.delenv("COLUMNS", raising=False)  # whole lines, as a pipe gets them
+    sc = Path(__file__).resolve().parents[1] / "scenarios" / "traffic-mix.yaml"
+    r = plan_cli(sc, "--explain", "none", "--no-timings")
+    assert r.code == 0, r.err
+    assert ("traffic: 12 requests/s at peak become concurrent users by Little's law" in r.out
+            and "400x150: 7.2 x (2 + 150 / 25) = 57.60 -> 58" in r.out
+            and "12000x600: 1.2 x (2 + 600 / 25) = 31.20 -> 32" in r.out)
+    assert "Shared replicas (policy.pool_jobs" in r.out and "pool 'llama-3.1-8b/fp8': replica loads" in r.out
+    assert "support/3000x300 " in r.out  # the placement table names the part
+    assert "at 3,300-token context (3,000 in, 300 out)" in r.out  # run it: the part's own request size

@@ -44,6 +44,18 @@ def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dic
     return plan
 
 
+def with_measurements(s: Scenario, paths: tuple[str, ...] = ()) -> Scenario:
+    """The scenario with more measurements CSVs (--measurements, paths as given: relative to the
+    working directory) after its own `measurements` (relative to the scenario file)."""
+    if not paths:
+        return s
+    return s.model_copy(update={"measurements": [*s.measurements, *(str(p) for p in paths)]})
+
+
+def load_with_measurements(path: str | Path, measurements: tuple[str, ...] = ()) -> Scenario:
+    return with_measurements(load_scenario(path), measurements)
+
+
 def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
-              explain: str = "full", solver: str | None = None) -> dict:
-    return plan_scenario(load_scenario(path), catalog_paths, time_limit_s, explain, solver)
+              explain: str = "full", solver: str | None = None, measurements: tuple[str, ...] = ()) -> dict:
+    return plan_scenario(load_with_measurements(path, measurements), catalog_paths, time_limit_s, explain, solver)

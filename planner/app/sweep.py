@@ -159,13 +159,15 @@ class BadVariant:
 
 
 def parse_variant(variant: dict, where: str, path: Path) -> Scenario | BadVariant:
-    """One variant's mapping as a Scenario (its catalog: key relative to the swept file), or why not."""
+    """One variant's mapping as a Scenario (its catalog: and measurements: relative to the swept file,
+    as load_scenario reads them), or why not."""
     try:
         s = parse_scenario(variant, {}, where)
     except InputError as exc:
         return BadVariant(exc)
     if s.catalog and not Path(s.catalog).is_absolute():
         s.catalog = str((path.parent / s.catalog).resolve())
+    s.measurements = [m if Path(m).is_absolute() else str((path.parent / m).resolve()) for m in s.measurements]
     return s
 
 

@@ -42,6 +42,15 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 app.add_typer(catalog_app, name="catalog")
 
 
+MeasurementsOpt = typer.Option(None, "--measurements", metavar="PATH", help="a CSV of your own measured TPOT/TTFT "
+                               "(plan calibrate writes one); repeatable, added to the scenario's measurements; "
+                               "relative to the working directory")
+
+
+def _measured(paths: Optional[List[Path]]) -> tuple[str, ...]:
+    return tuple(str(p) for p in paths or ())
+
+
 class Explain(str, Enum):
     none = "none"
     brief = "brief"
@@ -80,30 +89,33 @@ def run_cmd(
                                     "re-planned alternatives, next-best fleet and lifted caps"),
     solver: Optional[SolverName] = typer.Option(None, "--solver", help="cbc (default) or highs (optional "
                                                 "extra: pip install \".[highs]\"); overrides solver.name"),
+    measurements: Optional[List[Path]] = MeasurementsOpt,
 ):
     """Plan the cheapest fleet for SCENARIO and explain it."""
     from planner.cli.running import RunRequest, run_plan
 
-    check_output(output, force, (scenario, *(catalog or ())))  # before minutes of solving, not after
+    check_output(output, force, (scenario, *(catalog or ()), *(measurements or ())))  # before solving, not after
     run_plan(RunRequest(scenario, fmt.value, tuple(str(c) for c in catalog or ()), time_limit, timings, brief, quiet,
-                        output is not None, explain.value, solver.value if solver else None),
+                        output is not None, explain.value, solver.value if solver else None, _measured(measurements)),
              write=lambda text: emit(text, output, force))
 
 
 @app.command("verify")
 def verify_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
                plan_json: Path = typer.Argument(..., metavar="PLAN.json", help="plan written by --format json"),
-               catalog: Optional[List[Path]] = CatalogOpt):
-    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 5 if it is not)."""
+               catalog: Optional[List[Path]] = CatalogOpt,
+               measurements: Optional[List[Path]] = MeasurementsOpt):
+    """Re-derive from the catalog and SCENARIO that PLAN.json is feasible (exit 5 if it is not);
+    pass the --measurements the plan was made with."""
+    from planner.app.pipeline import load_with_measurements
     from planner.data.consistency import resolve
     from planner.data.errors import VerificationError
-    from planner.data.scenario import load_scenario
     from planner.verify.plan import read_plan_file, verify
 
     class PlanRejected(VerificationError):
         exit_code = 5  # the plan file fails; 1 stays "a bug in the planner"
 
-    s = load_scenario(scenario)
+    s = load_with_measurements(scenario, _measured(measurements))
     result = verify(read_plan_file(plan_json), s, resolve(s, tuple(str(c) for c in catalog or ())))
     if not result.ok:
         raise PlanRejected(result.summary())
@@ -128,15 +140,19 @@ def init_cmd(
 
 @app.command("validate")
 def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file"),
-                 catalog: Optional[List[Path]] = CatalogOpt):
-    """Check SCENARIO against the schema and the catalog; print a one-screen summary."""
+                 catalog: Optional[List[Path]] = CatalogOpt,
+                 measurements: Optional[List[Path]] = MeasurementsOpt):
+    """Check SCENARIO (and its measurements) against the schema and the catalog; print a one-screen summary."""
     from planner.app.advice import advise
+    from planner.app.pipeline import load_with_measurements
     from planner.data.consistency import resolve
-    from planner.data.scenario import load_scenario
+    from planner.data.measurements import check_names, load_measurements
 
-    s = load_scenario(scenario)
+    s = load_with_measurements(scenario, _measured(measurements))
     cat = resolve(s, tuple(str(c) for c in catalog or ()))
     advise(s, cat)
+    rows = load_measurements(tuple(s.measurements)) if s.measurements else ()
+    check_names(rows, cat)
     typer.echo(f"{scenario}: valid. '{s.name}', {len(s.jobs)} job(s), horizon {s.horizon_years} year(s).")
     typer.echo(f"  site: {s.site.ownership} ({s.site.kind}), {s.site.cooling} cooling, "
                f"${s.site.power_usd_per_kwh}/kWh, PUE {s.site.pue}"
@@ -145,6 +161,9 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
                + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
     if s.budget.usd_per_year is not None:
         typer.echo(f"  budget: ${s.budget.usd_per_year:,.0f} per year")
+    if rows:
+        typer.echo(f"  measurements: {len(rows)} row(s) from {len(s.measurements)} file(s), used in place of "
+                   "the physics model where they cover a job")
     for j in s.jobs:
         m = cat.models[j.model]
         typer.echo(f"  - {j.name}: {j.stage} {m.name} ({m.params_b:g}B" +
@@ -272,7 +291,36 @@ def compare_cmd(
     typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
 
 
-COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare"}
+@app.command("calibrate")
+def calibrate_cmd(
+    files: List[Path] = typer.Argument(..., metavar="FILE", help="vLLM --save-result JSON, SGLang bench_serving "
+                                       "JSONL, genai-perf profile_export*.json, or a measurements CSV"),
+    model: Optional[str] = typer.Option(None, "--model", help="the catalog model the runs served (default: matched "
+                                        "from the file's model name)"),
+    system: Optional[str] = typer.Option(None, "--system", help="the catalog system the runs used (only vLLM "
+                                         "--metadata system=ID records it), e.g. h100-sxm-x8"),
+    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="tensor-parallel size, where the file lacks it"),
+    precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp8, int8, int4 or fp4, where the "
+                                            "file lacks it"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="the serving engine (vllm, sglang, trtllm)"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="clients of an open-loop run "
+                                              "(the file records none)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the measurements CSV to this file "
+                                          "(default: stdout)"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    report: bool = typer.Option(False, "--report", help="print the physics model's error against the rows and "
+                                "the per-accelerator factors that would fit them"),
+    catalog: Optional[List[Path]] = CatalogOpt,
+):
+    """Turn serving-benchmark results into a measurements CSV for --measurements (and --report the
+    physics model's error against them)."""
+    from planner.cli.calibrating import CalibrateRequest, run_calibrate
+
+    run_calibrate(CalibrateRequest(list(files), model, system, tp, precision, engine, concurrency, output, force,
+                                   report, tuple(str(c) for c in catalog or ())))
+
+
+COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify", "sweep", "compare", "calibrate"}
 
 
 def _route(argv: list[str]) -> list[str]:

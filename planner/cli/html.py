@@ -14,9 +14,10 @@ from planner.cli.render import (
     CHECKS,
     FLEET_COLUMNS,
     FLEET_HEADERS,
-    PLACEMENT_COLUMNS,
     PLACEMENT_HEADERS,
     cost_line,
+    placement_columns,
+    pool_lines,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -133,13 +134,18 @@ def plan_html(plan: dict) -> str:
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",
-                 _table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS)]
+                 _table(job["placements"], placement_columns(job), PLACEMENT_HEADERS)]
         if job.get("why"):
-            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in job["why"]) + "</ul>")
+            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*[job.get("traffic")] * bool(job.get("traffic")),
+                                                                      *job["why"]]) + "</ul>")
         checks = job.get("checks") or {}
         if checks:
             body.append("<h3>Before signing</h3><ul>" + "".join(
                 f"<li><b>{_e(label)}:</b> {_e(checks[k])}</li>" for k, label in CHECKS if k in checks) + "</ul>")
+    pools = pool_lines(plan, markdown=True)
+    if pools:
+        body += [f"<h2>{_e(pools[0][3:])}</h2><ul>" + "".join(f"<li>{_e(x[2:])}</li>" for x in pools[2:] if x)
+                 + "</ul>"]
     body += _explanation(plan)
     s = plan["solver"]
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""

@@ -25,6 +25,27 @@ ALTERNATIVE_HEADERS = {"cost_delta_usd_per_year": "+$/year"}
 CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost"))
 
 
+def placement_columns(job: dict) -> list[str]:
+    """The placement table's columns; 'part' first when a serve job has request sizes or pooled parts."""
+    parts = job["stage"] == "serve" and any(p.get("pool") or p.get("part") not in (None, job["name"])
+                                             for p in job["placements"])
+    return (["part"] if parts else []) + PLACEMENT_COLUMNS
+
+
+def pool_lines(plan: dict, markdown: bool) -> list[str]:
+    """Which serving parts share which replicas (policy.pool_jobs), with the load each puts on them."""
+    if not plan.get("pools"):
+        return []
+    lines = ["## Shared replicas (pooled serving)", ""] if markdown else [
+        "Shared replicas (policy.pool_jobs: parts of one model and precision share replicas, split by load)"]
+    for p in plan["pools"]:
+        loads = ", ".join(f"{k} {v:.2f}" for k, v in sorted(p["load"].items(), key=lambda kv: -kv[1]))
+        lines.append(f"{'-' if markdown else ' '} {p['replicas']} replica(s) of {p['accelerators_per_replica']}x "
+                     f"{p['accelerator']} (TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, {p['offer']}), "
+                     f"pool '{p['pool']}': replica loads {loads}")
+    return lines + [""]
+
+
 def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> list[str]:
     """Binding constraints with prices, the why-not table and the next-best fleet (explain.py)."""
     lines = []
@@ -80,13 +101,16 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
-        lines.append(table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS))
+        lines.append(table(job["placements"], placement_columns(job), PLACEMENT_HEADERS))
+        if job.get("traffic"):
+            lines.append(f"  - {job['traffic']}")
         for dk, u in job.get("unserved", {}).items():
             lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))
         for msg in job.get("why", []):
             lines.append(f"  - {msg}")
         lines += _check_lines(job, False)
         lines.append("")
+    lines += pool_lines(plan, False)
     lines += _explanation_lines(plan, False, width)
     s = plan["solver"]
     gap = "" if s.get("gap") in (None, 0) else (
@@ -117,10 +141,12 @@ def plan_markdown(plan: dict) -> str:
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
-                  markdown_table(job["placements"], PLACEMENT_COLUMNS, PLACEMENT_HEADERS), ""]
+                  markdown_table(job["placements"], placement_columns(job), PLACEMENT_HEADERS), ""]
+        lines += [f"- {job['traffic']}"] if job.get("traffic") else []
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")
+    lines += pool_lines(plan, True)
     lines += _explanation_lines(plan, True)
     return "\n".join(lines).rstrip() + "\n"
 

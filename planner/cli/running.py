@@ -29,6 +29,8 @@ class RunRequest:
     to_file: bool = False
     explain: str = "full"
     solver: str | None = None
+    measurements: tuple[str, ...] = ()
+    """--measurements CSVs, added to the scenario's own"""
 
 
 def terminal_width(to_file: bool) -> int | None:
@@ -50,7 +52,7 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
     try:
         with Ticker(f"planning {req.scenario.name}", req.quiet, steps="options, solve, explanations"):
             plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s, explain=req.explain,
-                             solver=req.solver)
+                             solver=req.solver, measurements=req.measurements)
     except InfeasibleError as exc:
         if req.fmt == "json":
             write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),

@@ -4,23 +4,19 @@ Formats (/work/shared/reference/serving-benchmarks.md section A): vLLM ``benchma
 ``vllm bench serve --save-result`` JSON (``--append-result``: one object per line); SGLang ``bench_serving
 --output-file`` JSONL (one run per line); genai-perf ``profile_export_genai_perf.json`` and AIPerf
 ``profile_export_aiperf.json``. A row holds mean TPOT/TTFT (ms), configured concurrency and mean input/output
-tokens per successful request; anything missing or malformed raises :class:`BenchFileError` (what/where/fix).
+tokens per successful request (a data.measurements.Measurement, the row type the measurements CSV holds);
+anything missing or malformed raises :class:`BenchFileError` (what/where/fix).
 """
 from __future__ import annotations
 
-import csv
-import dataclasses
 import json
 import math
 import re
-from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from planner.data.errors import InputError, Problem
-
-COLUMNS = ("model", "system", "tp", "precision", "input_tokens", "output_tokens", "concurrency",
-           "tpot_ms", "ttft_ms", "source", "pp", "kv_precision", "engine", "as_of")
+from planner.data.measurements import Measurement
 
 # Engine dtype/quantization names -> planner precisions; fp16 weights count as "bf16" (same bytes, speed).
 _PRECISION = {**dict.fromkeys(("bfloat16", "bf16", "float16", "fp16", "half"), "bf16"),
@@ -43,25 +39,6 @@ class BenchFileError(InputError):
 
     def __str__(self) -> str:
         return self.args[0]
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One measurement: mean TPOT/TTFT of one run at one configured concurrency."""
-    model: str
-    system: str
-    tp: int
-    precision: str
-    input_tokens: int
-    output_tokens: int
-    concurrency: int
-    tpot_ms: float
-    ttft_ms: float | None
-    source: str
-    pp: int | None = None
-    kv_precision: str | None = None
-    engine: str | None = None
-    as_of: str | None = None
 
 
 class _Ctx:
@@ -242,11 +219,13 @@ def _genai(c: _Ctx, o: dict[str, Any]) -> dict[str, Any]:
 
 def read_benchmark_file(path: str | Path, *, model: str | None = None, system: str | None = None,
                         tp: int | None = None, precision: str | None = None, engine: str | None = None,
-                        concurrency: int | None = None) -> list[Row]:
+                        concurrency: int | None = None) -> list[Measurement]:
     """Rows of a vLLM / SGLang / genai-perf / AIPerf result file, one per run, in file order.
 
     Values in the file win and keyword arguments fill what it lacks; a keyword contradicting the file
-    raises. ``engine`` overrides the file's guess; ``concurrency`` only fills an open-loop/unset run.
+    raises. ``engine`` overrides the file's guess; ``concurrency`` only fills an open-loop/unset run;
+    ``model`` names the catalog model the run served and replaces the file's checkpoint name (such
+    as a Hugging Face repo), which the row's source keeps ("... served <name>").
     """
     p = Path(path)
     try:
@@ -255,7 +234,7 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
         raise BenchFileError(p, f"cannot read the file ({e})",
                              "check the path; it must be a UTF-8 text file") from None
     given = {"model": model, "system": system, "tp": tp, "precision": precision, "engine": engine}
-    rows: list[Row] = []
+    rows: list[Measurement] = []
     for line, obj in _parse(p, text):
         c = _Ctx(p, line, _detect(obj))
         if c.fmt == "unknown":
@@ -267,7 +246,9 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
                 raise c.fail(f"precision {precision!r} is not one the planner knows", f"pass {_FLAG[key]}")
             if value is None:
                 continue
-            if f.get(key) is None or key == "engine":  # the file's engine is only a guess
+            if key == "model" and f.get(key) not in (None, "", value):
+                f["served"] = f[key]  # the checkpoint's own name; the row names the catalog model
+            if f.get(key) is None or key in ("engine", "model"):  # the file's engine is only a guess
                 f[key] = value
             elif str(f[key]).lower() != str(value).lower():
                 raise c.fail(f"{key} given as {value} but the file says {f[key]}",
@@ -288,19 +269,11 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
                          "drop --concurrency or correct the file")
         if f["tpot_ms"] <= 0:
             raise c.fail(f"mean TPOT is {f['tpot_ms']} ms", "need a streamed run with outputs > 1 token")
-        rows.append(Row(str(f["model"]), str(f["system"]), f["tp"], str(f["precision"]), f["input_tokens"],
-                        f["output_tokens"], f["concurrency"], round(f["tpot_ms"], 4),
-                        None if f["ttft_ms"] is None else round(f["ttft_ms"], 4),
-                        f"{c.fmt}:{p}" + ("" if line is None else f":{line}"), f.get("pp"),
-                        f.get("kv_precision"), f.get("engine"), f.get("as_of")))
+        where = str(p) + ("" if line is None else f":{line}")
+        source = f"{c.fmt}:{where}" + (f" served {f['served']}" if f.get("served") else "")
+        rows.append(Measurement(str(f["model"]), str(f["system"]), f["tp"], str(f["precision"]), f["input_tokens"],
+                                f["output_tokens"], f["concurrency"], round(f["tpot_ms"], 4),
+                                None if f["ttft_ms"] is None else round(f["ttft_ms"], 4), source,
+                                f.get("pp") or 1, f.get("kv_precision"), f.get("engine"), f.get("as_of"), where))
     return rows
 
-
-def write_measurements_csv(rows: Iterable[Row], path_or_file: str | Path | IO[str]) -> None:
-    """Write a header and one line per row, columns in ``COLUMNS`` order; None is an empty cell."""
-    if isinstance(path_or_file, (str, Path)):
-        with open(path_or_file, "w", encoding="utf-8", newline="") as fh:
-            return write_measurements_csv(rows, fh)
-    w = csv.writer(path_or_file, lineterminator="\n")
-    w.writerow(COLUMNS)
-    w.writerows(["" if getattr(r, k) is None else getattr(r, k) for k in COLUMNS] for r in rows)

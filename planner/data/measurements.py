@@ -5,6 +5,9 @@ model there (planner.physics.measured); every bad row is an InputError (exit 2) 
 
 Columns: model, system, tp, precision, input_tokens, output_tokens, concurrency, tpot_ms, ttft_ms,
 source; optional pp (default 1), kv_precision, engine, as_of. ttft_ms may be empty.
+
+One row type (Measurement) for both ways in: a CSV line read here, and a benchmark run read by
+data.benchfiles (`plan calibrate`), which writes them back out with write_measurements_csv.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from planner.data.errors import InputError, Problem
 from planner.data.yamlio import read_text
@@ -22,15 +27,19 @@ from planner.data.yamlio import read_text
 REQUIRED = ("model", "system", "tp", "precision", "input_tokens", "output_tokens", "concurrency",
             "tpot_ms", "ttft_ms", "source")
 OPTIONAL = ("pp", "kv_precision", "engine", "as_of")
+COLUMNS = REQUIRED + OPTIONAL
+"""the order plan calibrate writes them in"""
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 
 
 @dataclass(frozen=True)
 class Measurement:
+    """One measured run: mean TPOT and TTFT (ms) at a configured concurrency, for requests of
+    input_tokens in and output_tokens out, of `model` on `system` split TP x PP at `precision`.
+    `where` is the file (and line) it was read from, for messages."""
     model: str
     system: str
     tp: int
-    pp: int
     precision: str
     input_tokens: int
     output_tokens: int
@@ -38,10 +47,11 @@ class Measurement:
     tpot_ms: float
     ttft_ms: float | None
     source: str
-    where: str
+    pp: int = 1
     kv_precision: str | None = None
     engine: str | None = None
     as_of: str | None = None
+    where: str = ""
 
     @property
     def key(self) -> tuple[str, str, int, int, str]:
@@ -91,11 +101,23 @@ def parse_measurements(text: str, name: str) -> list[Measurement]:
                 for c in ("tp", "input_tokens", "output_tokens", "concurrency")}
         pp = int(_number(row["pp"], "pp", where, whole=True)) if row.get("pp") else 1
         ttft = _number(row["ttft_ms"], "ttft_ms", where, whole=False, positive=False) if row["ttft_ms"] else None
-        rows.append(Measurement(row["model"].lower(), row["system"].lower(), ints["tp"], pp, row["precision"],
+        rows.append(Measurement(row["model"].lower(), row["system"].lower(), ints["tp"], row["precision"],
                                 ints["input_tokens"], ints["output_tokens"], ints["concurrency"],
-                                _number(row["tpot_ms"], "tpot_ms", where, whole=False), ttft, row["source"], where,
-                                row.get("kv_precision") or None, row.get("engine") or None, row.get("as_of") or None))
+                                _number(row["tpot_ms"], "tpot_ms", where, whole=False), ttft, row["source"], pp,
+                                row.get("kv_precision") or None, row.get("engine") or None, row.get("as_of") or None,
+                                where))
     return rows
+
+
+def write_measurements_csv(rows: Iterable[Measurement], path_or_file: str | Path | IO[str]) -> None:
+    """A header and one line per row, columns in COLUMNS order; None is an empty cell (what
+    parse_measurements reads back)."""
+    if isinstance(path_or_file, (str, Path)):
+        with open(path_or_file, "w", encoding="utf-8", newline="") as fh:
+            return write_measurements_csv(rows, fh)
+    w = csv.writer(path_or_file, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerows(["" if getattr(r, k) is None else getattr(r, k) for k in COLUMNS] for r in rows)
 
 
 @lru_cache(maxsize=16)

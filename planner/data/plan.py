@@ -64,6 +64,8 @@ class JobPlan(BaseModel):
     unserved: dict[str, Unserved] = Field(description="demand part -> demand left unserved (max-coverage "
                                                       "mode); empty when all is served")
     why: list[str] = absent("the physical reason for each placement, in order (absent when unexplained)")
+    traffic: str = absent("a serve job given as requests_per_s: its conversion to concurrent users by Little's law "
+                          "per request size (absent otherwise, or when unexplained)")
     checks: Checks = absent("the three checks before signing (absent when unexplained)")
 
 

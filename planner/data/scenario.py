@@ -197,11 +197,13 @@ class ServeJob(JobBase):
                    if mix and {"input_tokens", "output_tokens"} & self.model_fields_set else "")
         if problem:
             raise ValueError(problem)
-        if mix:
-            if "context_tokens" not in self.model_fields_set:
+        if mix:  # derived values stay unset: each bucket reserves its own KV unless context_tokens is given
+            given = set(self.model_fields_set)
+            if "context_tokens" not in given:
                 self.context_tokens = max(b.input_tokens + b.output_tokens for b in mix)
             self.input_tokens = round(sum(b.share * b.input_tokens for b in mix))
             self.output_tokens = max(1, round(sum(b.share * b.output_tokens for b in mix)))
+            self.__pydantic_fields_set__ &= given
         return self
 
     @model_validator(mode="after")
@@ -262,8 +264,7 @@ class EdgeJob(JobBase):
         "device class the units must belong to: robot, desk, phone or any"))
     precision: ServePrecision = Field("fp4", description="weight precision on the device")
     context_tokens: int = Field(4096, ge=1, le=10_000_000, description="context held on the device, tokens")
-    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000, description=(
-        "speed each device must generate at, tokens per second"))
+    min_tokens_per_s: float = Field(10.0, gt=0, le=100_000, description="speed each device must generate at, tokens per second")
     max_power_w: Optional[float] = Field(None, gt=0, le=1e6, description="power limit of one device, W (None: any)")
 
 
@@ -301,9 +302,8 @@ class Scenario(Strict):
 
     @property
     def multi_year(self) -> bool:
-        return self.horizon_years > 1 and (
-            any(j.growth_per_year or j.demand_multipliers for j in self.jobs)
-            or bool(self.trends) or bool(self.budget.years))
+        return self.horizon_years > 1 and (any(j.growth_per_year or j.demand_multipliers for j in self.jobs)
+                                           or bool(self.trends) or bool(self.budget.years))
 
 
 # --- loading -------------------------------------------------------------------------------------

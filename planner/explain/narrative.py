@@ -82,10 +82,13 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
             gap = f", {need - served:,.0f} unserved" if served < need else ""
             price = "-" if sr is None else _usd(sr, 2)
-            msg = (f"one more {what} on '{job.name}'{when} costs {price}/yr {held} (busy power, tokens or "
+            part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
+            msg = (f"one more {what} on '{part}'{when} costs {price}/yr {held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
-            rows.append(_row("demand", f"jobs.{job.name}." + ("rollout_tokens_per_s" if rl else "concurrent_users"),
+            field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
+                     else "requests_per_s") + (f" ({dk.split('/', 1)[1]})" if part != job.name else "")
+            rows.append(_row("demand", f"jobs.{job.name}.{field}",
                              short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
             unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
@@ -231,6 +234,8 @@ def explain_placements(plan: dict, s, cat) -> None:
     jobs = {j.name: j for j in s.jobs}
     for job in plan["jobs"]:
         job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        if traffic := runit.traffic_reason(jobs[job["name"]]):
+            job["traffic"] = traffic
         job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
     plan["summary"] = runit.summary(plan, s)
 

@@ -30,8 +30,37 @@ VERBS = {"buy": "Buy", "on-demand": "Rent on demand", "spot": "Rent spot", "rese
          "reserved-3y": "Reserve for 3 years"}
 
 
+def _part(job, key: str | None):
+    """(workload, concurrent users, requests/s or None) of a serve job's part (a request_mix size)."""
+    return next(((wl, users, rate) for k, wl, users, rate in jobs.serve_parts(job) if k == key), (None, 0, None))
+
+
+def traffic_reason(job) -> str | None:
+    """A serve job given as requests_per_s: its Little's law conversion to concurrent users, per
+    request size (data.jobs.serve_parts: the formula the demand rows use)."""
+    if getattr(job, "requests_per_s", None) is None:
+        return None
+    ttft = job.max_ttft_s or 0.0
+    sizes = [f"{wl.input_tokens}x{wl.output_tokens}: {rate:g} x ({ttft:g} + {wl.output_tokens:,} / "
+             f"{job.min_tokens_per_s_per_user:g}) = {rate * jobs.request_seconds(job, wl.output_tokens):,.2f} -> {users:,}"
+             for _, wl, users, rate in jobs.serve_parts(job)]
+    return (f"traffic: {job.requests_per_s:g} requests/s at peak become concurrent users by Little's law, per "
+            f"request size (in x out tokens): users = ceil(requests/s x share x (max_ttft_s "
+            f"{'' if job.max_ttft_s else '(none: 0) '}+ output_tokens / min_tokens_per_s_per_user)); "
+            + "; ".join(sizes))
+
+
 def placement_reason(p: dict, job) -> str:
-    """The physical reason for one placement, with its numbers (replica totals)."""
+    """The physical reason for one placement, with its numbers (replica totals); a part of a
+    request_mix is named, and a pooled placement says what share of the shared replicas it uses."""
+    named = p.get("pool") or (job.stage == "serve" and p.get("part") not in (None, job.name))
+    part = f"{p['part']}: " if named else ""
+    shared = (f" shared in pool '{p['pool']}' ({p.get('users_served', 0):,} of this part's users, "
+              f"{p.get('replica_load', 0):.2f} replica(s) of load)" if p.get("pool") else "")
+    return part + _reason(p, job, shared)
+
+
+def _reason(p: dict, job, shared: str) -> str:
     n = p["accelerators_per_replica"]
     if p.get("users_per_replica") is not None and job.stage in ("serve", "rl"):
         weights, kv = p["weights_gb"] * n, p["kv_gb"] * n
@@ -43,7 +72,7 @@ def placement_reason(p: dict, job) -> str:
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
         return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
-                f"PP{p['pipeline_parallel']}): {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
+                f"PP{p['pipeline_parallel']}){shared}: {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
                 f"{cap:,.1f} GiB; {binds} at {p['users_per_replica']:,} users per replica: "
                 f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
                 f" ({p['regime']}-bound){ttft}{limit}")
@@ -69,10 +98,13 @@ def _run_it(p: dict, job, stack: str) -> str:
     n, acc = p["accelerators_per_replica"], p["accelerator"]
     if job.stage == "serve":
         ttft = f" and first token within {job.max_ttft_s:g} s" if job.max_ttft_s else ""
+        wl = _part(job, p.get("part"))[0] if p.get("part") else None
+        ctx, inp, out = (wl.kv_tokens, wl.input_tokens, wl.output_tokens) if wl else (
+            job.context_tokens, job.input_tokens, job.output_tokens)
         return (f"benchmark {job.model} ({job.precision} weights, {job.kv_precision} KV) with {_engine(stack)} on "
                 f"{n}x {acc} ({p['system']}), TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, "
-                f"{p['users_per_replica']:,} concurrent sequences at {job.context_tokens:,}-token context "
-                f"({job.input_tokens:,} in, {job.output_tokens:,} out): expect at least "
+                f"{p['users_per_replica']:,} concurrent sequences at {ctx:,}-token context "
+                f"({inp:,} in, {out:,} out): expect at least "
                 f"{job.min_tokens_per_s_per_user:g} tok/s per user (planned {p['tokens_per_s_per_user']:.1f}){ttft}")
     if job.stage == "rl" and p.get("users_per_replica") is not None:
         return (f"benchmark rollouts of {job.model} ({job.precision}) with {_engine(stack)} on {n}x {acc}, "

@@ -1,0 +1,115 @@
+"""`plan calibrate`: benchmark files in, a measurements CSV out that `plan --measurements` uses, and
+the physics model's error against the rows (issue 12). Every test goes through the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.data.catalog import load_catalog
+from planner.data.jobs import Workload
+from planner.data.measurements import COLUMNS, parse_measurements
+from planner.physics import serving
+
+BENCH = Path(__file__).parent / "data" / "bench"
+VLLM = BENCH / "vllm_benchmark_serving.json"
+SGLANG = BENCH / "sglang_bench_serving.jsonl"
+GENAI = BENCH / "genai_perf_profile_export_genai_perf.json"
+FLAGS = ("--system", "h100-sxm-x1", "--tp", "1", "--precision", "bf16")
+
+
+def test_three_formats_become_one_csv_that_plans_use_as_measured(tmp_path, plan_cli):
+    out = tmp_path / "m.csv"
+    r = plan_cli("calibrate", VLLM, SGLANG, GENAI, *FLAGS, "-o", out)
+    assert r.code == 0, r.err
+    assert f"4 row(s) from 3 file(s); plan with --measurements {out}" in r.err
+    lines = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert tuple(lines[0]) == COLUMNS
+    got = [(x["model"], x["system"], x["tp"], x["precision"], x["input_tokens"], x["output_tokens"],
+            x["concurrency"], x["tpot_ms"], x["ttft_ms"]) for x in lines]
+    assert got == [("llama-3.1-8b", "h100-sxm-x1", "1", "bf16", "1024", "256", "16", "6.91", "48.37"),
+                   ("llama-3.1-8b", "h100-sxm-x1", "1", "bf16", "1024", "256", "16", "6.84", "51.06"),
+                   ("llama-3.1-8b", "h100-sxm-x1", "1", "bf16", "1024", "256", "64", "9.72", "117.45"),
+                   ("llama-3.1-8b", "h100-sxm-x1", "1", "bf16", "1024", "256", "64", "9.85", "121.4")]
+    assert lines[0]["source"] == f"vllm:{VLLM} served meta-llama/Llama-3.1-8B-Instruct"  # the checkpoint's name kept
+    assert len(parse_measurements(out.read_text(), str(out))) == 4
+
+    sc = tmp_path / "s.yaml"
+    sc.write_text("name: h\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\njobs:\n"
+                  "  - {name: chat, stage: serve, model: llama-3.1-8b, precision: bf16, concurrent_users: 100,"
+                  " input_tokens: 1024, output_tokens: 256, min_tokens_per_s_per_user: 50}\n")
+    p = plan_cli(sc, "--measurements", out, "--format", "json", "--explain", "none")
+    assert p.code == 0, p.err
+    [pl] = json.loads(p.out)["jobs"][0]["placements"]
+    assert (pl["system"], pl["basis"], pl["users_per_replica"]) == ("h100-sxm-x1", "measured", 64)
+    assert pl["tokens_per_s_per_user"] == pytest.approx(1000 / 9.85, abs=0.01)  # the slower of the two at 64
+
+
+@pytest.mark.parametrize("args, words", [
+    ((VLLM,), f"{VLLM}: system is not recorded in this vllm file\n    To fix: pass --system ID"),
+    ((SGLANG, "--system", "h100-sxm-x1"), f"{SGLANG}:1: precision is not recorded in this sglang file\n"
+                                           "    To fix: pass --precision bf16|fp8|int8|int4|fp4"),
+    ((GENAI, "--system", "h100-sxm-x1"), "tp is not recorded in this genai-perf file\n    To fix: pass --tp N"),
+    ((VLLM, "--system", "h100-sxm-x9"), f"{VLLM}: unknown system 'h100-sxm-x9'"),
+    ((VLLM, "--system", "h100-sxm-x1", "--model", "llama-9"), "--model: unknown model 'llama-9'"),
+])
+def test_what_the_file_lacks_is_asked_for_by_flag_with_exit_2(plan_cli, args, words):
+    r = plan_cli("calibrate", *args)
+    assert r.code == 2 and r.out == ""
+    assert words in r.err
+
+
+def test_a_checkpoint_the_catalog_does_not_know_needs_model(tmp_path, plan_cli):
+    d = json.loads(VLLM.read_text())
+    d["model_id"] = "acme/secret-model-7b-instruct"
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps(d))
+    r = plan_cli("calibrate", f, "--system", "h100-sxm-x1")
+    assert r.code == 2 and f"{f}: model 'acme/secret-model-7b-instruct' is not a catalog model" in r.err
+    assert "pass --model ID" in r.err
+    r = plan_cli("calibrate", f, "--system", "h100-sxm-x1", "--model", "llama-2-7b")
+    assert r.code == 0, r.err
+    row = next(csv.DictReader(io.StringIO(r.out)))
+    assert row["model"] == "llama-2-7b" and row["source"].endswith("served acme/secret-model-7b-instruct")
+
+
+def test_output_is_never_written_over_an_input_or_an_existing_file(tmp_path, plan_cli):
+    out = tmp_path / "m.csv"
+    out.write_text("keep me")
+    r = plan_cli("calibrate", VLLM, "--system", "h100-sxm-x1", "-o", out)
+    assert r.code == 2 and "already exists" in r.err and out.read_text() == "keep me"
+    r = plan_cli("calibrate", out, "-o", out, "--force")
+    assert r.code == 2 and "is an input of this run" in r.err and out.read_text() == "keep me"
+
+
+def _modelled(cat, model, system, tp, inp, outp, users):
+    m, acc = cat.models[model], cat.accelerators[cat.systems[system].accelerator]
+    wl = Workload("bf16", "bf16", inp, outp)
+    return (serving.tpot_s(m, acc, wl, tp, 1, users) * 1e3, serving.ttft_s(m, acc, wl, tp, 1, batch=users) * 1e3)
+
+
+def test_report_prints_error_per_row_the_median_and_the_factor_per_accelerator(tmp_path, plan_cli):
+    cat = load_catalog()
+    lines = ["model,system,tp,precision,input_tokens,output_tokens,concurrency,tpot_ms,ttft_ms,source"]
+    # on h100: measured TPOT twice the model's and TTFT half; on a100: exactly the model's, no TTFT
+    for users in (8, 32):
+        t, f = _modelled(cat, "llama-3.1-8b", "h100-sxm-x1", 1, 1024, 256, users)
+        lines.append(f"llama-3.1-8b,h100-sxm-x1,1,bf16,1024,256,{users},{2 * t:.6f},{f / 2:.6f},test")
+    t, _ = _modelled(cat, "llama-3.1-8b", "a100-80gb-x8", 2, 512, 128, 4)
+    lines.append(f"llama-3.1-8b,a100-80gb-x8,2,bf16,512,128,4,{t:.6f},,test")
+    f = tmp_path / "m.csv"
+    f.write_text("\n".join(lines) + "\n")
+    r = plan_cli("calibrate", f, "--report")
+    assert r.code == 0, r.err
+    rows = {ln.split()[0]: ln.split() for ln in r.out.splitlines() if ln.startswith(str(f))}
+    assert rows[f"{f}:2"][9] == "-50.0%" and rows[f"{f}:2"][12] == "+100.0%"
+    assert rows[f"{f}:4"][9] == "+0.0%" and rows[f"{f}:4"][12] == "-"
+    assert "median |error|: TPOT 50.0% over 3 row(s), TTFT 100.0% over 2 row(s)" in r.out
+    factors = {ln.split()[0]: ln.split() for ln in r.out.splitlines() if ln.startswith(("h100-sxm ", "a100"))}
+    assert factors["h100-sxm"][1:] == ["2", "2.000", "0.0%", "0.500", "0.0%"]
+    assert factors["a100-80gb"][1:] == ["1", "1.000", "0.0%", "-", "-"]
+    assert "model,system" not in r.out  # --report alone prints no CSV
