@@ -327,4 +327,6 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
     return {"fleet": got["fleet"], "cost_usd_per_year": got["cost"], "cost_delta_usd_per_year": round(delta, 2),
             "excluded_systems": systems,
             "message": f"next-best fleet without {', '.join(systems)}: {fleet_text(got['fleet'])}, "
-                       f"{_usd(got['cost'])}/yr ({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year)"}
+                       f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
+                       f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
+                       f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''})"}
