@@ -120,7 +120,7 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
 # --- which variants -----------------------------------------------------------------------------
 
 def builder(s):
-    """The model a scenario is planned with: the multi-year MILP when it has per-year settings."""
+    """The model a scenario is planned with (one year, or years 1..H when it has per-year settings)."""
     return model.build
 
 

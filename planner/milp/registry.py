@@ -1,5 +1,5 @@
-"""What both fleet MILPs share: the problem, the variable stores, and a registry of named
-constraints keyed by (family, entity), never parsed back from names; penalty weights."""
+"""The fleet model's base: the problem, the variable stores, and a registry of named constraints
+keyed by (family, entity), never parsed back from names; penalty weights."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ TIE_BREAK_USD = 0.01  # $ per system in the objective only: never an idle system
 
 @dataclass
 class Registry:
-    """What the fleet MILP and the multi-year MILP share: the problem, the variable stores both
-    use (see FleetModel), named constraints kept in a (family, entity) registry and never parsed
-    back from names, and variables with generated names."""
+    """The base of the fleet model (model.FleetModel): the problem, the variable stores, named
+    constraints kept in a (family, entity) registry and never parsed back from names, and
+    variables with generated names."""
 
     scenario: Scenario
     catalog: Catalog
