@@ -167,3 +167,18 @@ def test_a_near_zero_price_buys_no_idle_system(tmp_path, plan_cli):
     path.write_text(yaml.safe_dump(body))
     plan = json.loads(plan_cli(path, "--format", "json", "--explain", "none").out)
     assert [(f["offer"], f["systems"]) for f in plan["fleet"]] == [("h200-nvl-x4-buy-cheap", 2)]
+
+
+def test_cbc_reports_its_own_bound_between_the_lp_and_the_plan():
+    """A solve's gap comes from CBC's best bound (after its cuts), which lies between the LP
+    relaxation's objective and the plan's cost; a bound above the plan would not be a bound."""
+    from planner.app.planning import prepare
+    from planner.milp import fleet
+    from planner.milp.solve import solve
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    cat, opts = prepare(s)
+    lp = solve(fleet.build(s, cat, opts), gap=0.0, mip=False)
+    res = solve(fleet.build(s, cat, opts), max_nodes=1)
+    assert res.ok and lp.ok and res.bound is not None
+    assert lp.objective - 1e-6 <= res.bound <= res.objective + 1e-6

@@ -58,7 +58,11 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
             raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
     if bound is not None:
-        res = prune.against_full_model(res, bound, s.solver.gap)
+        measured = prune.against_full_model(res, bound, s.solver.gap)
+        if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap:
+            bound = prune.root_bound(bound, time_limit_s or s.solver.time_limit_s)  # a tighter valid bound
+            measured = prune.against_full_model(res, bound, s.solver.gap)
+        res = measured
     return cat, opts, fm, trimmed(fm, res)
 
 

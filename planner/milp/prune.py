@@ -18,11 +18,17 @@ from planner.milp import fleet
 from planner.milp.solve import SolveResult, solve
 
 
+ROOT_SHARE = 0.25
+"""share of the solver's time limit the full model's root node (cuts) may take to tighten the bound"""
+
+
 @dataclasses.dataclass
 class FullBound:
-    objective: float | None  # USD per year; None when the LP did not solve
+    objective: float | None  # USD per year (or NPV); None when the LP did not solve
     support: dict  # demand -> {(option index, offer)} the LP uses
     pairs: int  # candidate pairs in the full model
+    model: object = None  # the full model, to tighten the bound at its root node (root_bound)
+    basis: str = "LP relaxation"
 
 
 def full_model_bound(fm: fleet.FleetModel) -> FullBound:
@@ -31,14 +37,25 @@ def full_model_bound(fm: fleet.FleetModel) -> FullBound:
     res = solve(full, gap=0.0, mip=False)
     pairs = sum(map(len, full.serve_pairs.values())) + sum(map(len, full.batch_pairs.values()))
     if not res.ok:
-        return FullBound(None, {}, pairs)
+        return FullBound(None, {}, pairs, full)
     used: dict = {}
     rented = {key[:2] for key, v in full.r.items() if res.values.get(v.name, 0.0) > 1e-7}
     for store in (full.y, full.x):
         for (dk, i, oid, _), v in store.items():
             if res.values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
-    return FullBound(res.objective, used, pairs)
+    return FullBound(res.objective, used, pairs, full)
+
+
+def root_bound(bound: FullBound, time_limit_s: float) -> FullBound:
+    """The full model's bound after CBC's root node (cuts, no branching): still a valid lower bound
+    on every plan the scenario allows, and tighter than the LP relaxation's. Kept only if higher."""
+    if bound.model is None or bound.objective is None:
+        return bound
+    res = solve(bound.model, time_limit_s=max(1.0, ROOT_SHARE * time_limit_s), gap=0.0, max_nodes=1)
+    if res.bound is not None and res.bound > bound.objective:
+        return dataclasses.replace(bound, objective=res.bound, basis="root node of the full model (cuts)")
+    return bound
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:

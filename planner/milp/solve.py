@@ -11,7 +11,10 @@ the machine is.
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -41,6 +44,9 @@ class SolveResult:
     cut_short: bool = False
     """the time limit, not the search, ended a solve with a work limit (max_nodes): its answer may
     differ on a busier machine"""
+    bound: float | None = None
+    """the solver's best bound on the objective (CBC's 'Lower bound' after its cuts and search),
+    where the solver reports one"""
 
     @property
     def ok(self) -> bool:
@@ -66,14 +72,14 @@ SOLVERS = ("cbc", "highs")
 
 
 def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True, name: str = "cbc",
-                max_nodes: int | None = None):
+                max_nodes: int | None = None, log_path: str | None = None):
     """The solver `name` (cbc: COIN_CMD with cbcbox if present, else PuLP's bundled CBC; highs:
     highspy in process), silent and time-limited; max_nodes caps the branch-and-bound nodes."""
     if name == "highs":
         return _highs(time_limit_s, gap, threads, mip, max_nodes), "highs"
     options = list(CBC_OPTIONS) + ([f"maxNodes {max_nodes}"] if max_nodes is not None and mip else [])
     kwargs = dict(msg=False, timeLimit=max(1, int(time_limit_s)), gapRel=gap, threads=threads, mip=mip,
-                  options=options)
+                  options=options, **({"logPath": log_path} if log_path else {}))
     path = _cbc_path()
     if path and os.path.exists(path):
         return pulp.COIN_CMD(path=path, **kwargs), "cbc (cbcbox)"
@@ -134,10 +140,51 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
           mip: bool = True, max_nodes: int | None = None) -> SolveResult:
     cfg = fm.scenario.solver
     limit = time_limit_s or cfg.time_limit_s
-    solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes)
+    log = _log_file() if mip and cfg.name == "cbc" else None
+    solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes, log)
     start = time.perf_counter()
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)
+    try:
+        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log)
+    finally:
+        if log:
+            _unlink(log)
+
+
+def _log_file() -> str:
+    fd, path = tempfile.mkstemp(prefix="cbc-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+LOWER_BOUND = re.compile(r"^Lower bound:\s*([-+0-9.eE]+|-?inf)", re.MULTILINE)
+
+
+def cbc_bound(log: str | None) -> float | None:
+    """CBC's best bound from its log ('Lower bound: X' in its final statistics), if it wrote one."""
+    if not log:
+        return None
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    found = LOWER_BOUND.findall(text)
+    try:
+        return float(found[-1]) if found else None
+    except ValueError:
+        return None
+
+
+def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log) -> SolveResult:
     try:
         with _stdout_silenced(cfg.name == "highs"):
             try:
@@ -158,12 +205,22 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
     cut_short = max_nodes is not None and status == "feasible" and seconds >= limit - 0.5
     if status not in OK:
-        return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5)
+        raw = cbc_bound(log)
+        return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5,
+                           bound=raw if raw is not None and math.isfinite(raw) else None)
     objective = pulp.value(fm.prob.objective) or 0.0
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
+    bound = cbc_bound(log)
+    if bound is not None and not (math.isfinite(bound) and bound <= objective + 1e-6 * max(1.0, abs(objective))):
+        bound = None  # no usable bound in the log (none found, or one above the solution: not a bound)
     # the solver calls a search "optimal" once it is within the relative gap asked for: report that bound
-    gap_value = (cfg.gap if gap is None else gap) if status == "optimal" else _gap(fm, objective)
-    return SolveResult(status, seconds, gap_value, objective, name, values, cut_short=cut_short)
+    if status == "optimal":
+        gap_value = cfg.gap if gap is None else gap
+    elif bound is not None and objective > 0:
+        gap_value = max(0.0, (objective - bound) / abs(objective))  # the search's own bound, after its cuts
+    else:
+        gap_value = _gap(fm, objective)
+    return SolveResult(status, seconds, gap_value, objective, name, values, cut_short=cut_short, bound=bound)
 
 
 def _constant_row_violated(fm: FleetModel) -> bool:
