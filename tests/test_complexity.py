@@ -12,6 +12,7 @@ import yaml
 
 from planner.app.pipeline import plan_scenario
 from planner.data.consistency import resolve
+from planner.data.notes import listening
 from planner.data.scenario import load_scenario
 from planner.verify.plan import verify
 
@@ -113,3 +114,11 @@ def test_a_multi_year_plan_prices_each_years_system_types_and_the_verifier_reder
     forged["years"][1]["complexity_usd"] = 2 * RATE
     result = verify(forged, s, resolve(s))
     assert any("year 2: complexity $40,000.00; 1 system types" in f for f in result.failures), result.summary()
+
+
+def test_a_priced_rate_raises_no_note_that_it_is_not_priced(plans):
+    s, _ = plans["priced"]
+    said: list[str] = []
+    with listening(said.append):
+        resolve(s)
+    assert not any("cost_per_system_type_usd_year" in n for n in said), said
