@@ -8,7 +8,8 @@
    yearly cost and fleet before and after, and why each changed. The reasons are derived, not
    written by hand: an offer the earlier plan used is now outside policy.regions or
    policy.provider_tiers (options/eligibility.py), above its max_systems cap, re-priced, or gone from
-   the catalog; cost components that appeared or moved (ops, capital less resale, api).
+   the catalog; cost components that appeared or moved (ops, capital less resale, api, complexity:
+   the system types in the fleet x policy.cost_per_system_type_usd_year).
 2. The rent/buy break-even in hours a day for a bank-sized job (70B FP8, 200 users at 20 tok/s) and
    an 8B-sized one (8B FP8, the same traffic), production serving with an N+1 spare, on a colocation
    site that may buy or rent on demand:
@@ -133,7 +134,13 @@ def reasons(name: str, before: dict | None, after: dict | None, old_cat: dict[st
         d = sum(y["opex_usd"] for y in after["years"]) - sum(y["opex_usd"] for y in before["years"])
         if abs(d) > 1:
             out.append(f"opex over the horizon {'+' if d > 0 else '-'}{money(abs(d))} (ops staff per owned "
-                       f"system: site.ops_usd_per_system_year ${s.site.ops_usd_per_system_year:,.0f})")
+                       f"system: site.ops_usd_per_system_year ${s.site.ops_usd_per_system_year:,.0f}"
+                       + (", and fleet complexity per system type" if s.policy.cost_per_system_type_usd_year else "")
+                       + ")")
+    if rate := s.policy.cost_per_system_type_usd_year:  # fleet complexity: an opex component per system type
+        types = sorted({f["system"] for f in after["fleet"] if f["acquisition"] != "api"})
+        out.append(f"fleet complexity: {len(types)} system types x ${rate:,.0f} a year "
+                   f"(policy.cost_per_system_type_usd_year) = {money(len(types) * rate)}/yr")
     resale = sum(f.get("residual_value_usd") or 0 for f in after["fleet"])
     if resale:
         out.append(f"bought systems resold at the end of the {s.horizon_years}-year horizon (before their "

@@ -129,3 +129,19 @@ def test_the_worked_examples_have_systems(tables):
                 "l40s-x4", "a100-80gb-x1", "h100-sxm-x8", "h20-x8", "jetson-agx-thor-x1", "dgx-spark-x1",
                 "m3-ultra-x1"):
         assert sid in systems, sid
+
+
+def test_every_hourly_rental_is_capped_at_most_512_accelerators_and_says_where_the_cap_comes_from():
+    """No offer rented by the hour (on demand or spot, at a hyperscaler, a GPU cloud or a marketplace)
+    lets a plan take more than 512 accelerators of it: on-demand quota is not capacity, and the largest
+    self-serve allocation (a Lambda 1-Click Cluster, an AWS Capacity Block of 64 p5) is 512 GPUs; the
+    source column states the cap's basis, sourced or marked (estimate: ...)."""
+    cat = load_catalog()
+    rented = [o for o in cat.offers.values() if o.acquisition in ("on-demand", "spot")]
+    assert any(o.tier == "hyperscaler" for o in rented)
+    for o in rented:
+        per = cat.systems[o.system].accelerators
+        assert o.max_systems is not None and o.max_systems * per <= 512, (o.id, o.max_systems, per)
+        assert "max_systems" in o.source or "estimate" in o.source.lower(), o.id
+    p5 = cat.offers["h100-sxm-x8-on-demand-aws"]
+    assert p5.max_systems == 64 and "(estimate: 512 accelerators / 8 per system" in p5.source

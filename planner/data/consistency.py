@@ -143,8 +143,4 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     if problems:
         raise InputError(problems)
     note_unoffered_modes(s, cat)
-    if s.policy.cost_per_system_type_usd_year:
-        note("policy.cost_per_system_type_usd_year is read but not yet priced into the plan: the fleet is "
-             "chosen as if it were 0 (add the complexity by hand: it is that figure times the system types "
-             "the plan lists)")
     return cat

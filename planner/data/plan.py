@@ -96,6 +96,9 @@ class YearEntry(BaseModel):
     budget_capex_usd: float | None = Field(description="USD, the year's capex cap; null when none")
     budget_opex_usd: float | None = Field(description="USD, the year's opex cap; null when none")
     budget_used: float | None = Field(description="fraction of budget_usd used; null when no budget")
+    complexity_usd: float = absent("USD of fleet complexity in the year (part of opex_usd): the system types in "
+                                   "the year's fleet x policy.cost_per_system_type_usd_year; only when that rate "
+                                   "is above 0")
     demand: dict[str, float] = Field(description="demand part -> demand in the year (users, runs per year "
                                                  "or devices)")
     fleet: list[FleetItem] = Field(description="the fleet held in the year")

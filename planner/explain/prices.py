@@ -29,7 +29,7 @@ from planner.milp.fleet import FleetModel
 from planner.milp.registry import TIE_BREAK_USD
 from planner.milp.solve import SolveResult, solve
 
-FIXED_STORES = ("p", "k", "b", "u", "e")
+FIXED_STORES = ("p", "k", "b", "u", "e", "z")
 EPS = 1e-6
 
 

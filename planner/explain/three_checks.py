@@ -156,6 +156,13 @@ def summary(plan: dict, s) -> str:
     if purchase:
         text += f" (${purchase:,.0f} up front)"
     text += "."
+    rate = s.policy.cost_per_system_type_usd_year
+    if rate:
+        types = sorted({f["system"] for f in plan["fleet"] if f["acquisition"] != "api"})
+        text += (f" Fleet complexity: {len(types)} system type{'s' if len(types) != 1 else ''}"
+                 + (f" ({', '.join(types)})" if types else "") + f" at ${rate:,.0f} per type per year "
+                 f"(policy.cost_per_system_type_usd_year) = ${len(types) * rate:,.0f} per year, spread over "
+                 "each type's fleet rows by systems.")
     nb = plan.get("next_best")
     if nb and nb.get("cost_delta_usd_per_year") is not None:
         text += f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${nb['cost_delta_usd_per_year']:,.0f} more per year."

@@ -14,6 +14,8 @@ Variables (t in T)
   e[d,i,o,t]      int   edge units bought (owned.py)
   u[o,t], u[d,o,t] bin  N+1 spare: one idle system held in owned pool o, or in d's rentals of o
   Y, R, a               pooled replicas and shared rentals (pooling.py), API shares (api.py)
+  z[s,t]          bin   system type s in year t's fleet, costing policy.cost_per_system_type_usd_year
+                        (complexity.py; absent at the default rate 0)
 
 Objective: the yearly cost (one year) or the NPV of the cash paid (years), see model.py; in
 max-coverage mode priority-weighted served demand first, then cost.
@@ -30,7 +32,7 @@ import pulp
 from planner.data.catalog import Catalog
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import owned, pooling, rows
+from planner.milp import complexity, owned, pooling, rows
 from planner.milp.api import define_api_variables
 from planner.milp.model import OPEX, FleetModel
 from planner.options import shortlist
@@ -154,6 +156,7 @@ FAMILIES = (
     define_batch_variables,
     owned.define_edge_variables,
     define_api_variables,
+    complexity.define_complexity,
     rows.define_demand_constraints,
     rows.define_capacity_constraints,
     pooling.define_pool_constraints,

@@ -15,7 +15,7 @@ Stores (t = year; every key ends in t):
   y[d,i,o,t] replicas (int; pooled demands: continuous load), r[d,o,t] hourly-rented systems,
   x[d,i,o,t] share of batch runs, b[d,i,o,t] a batch option placed on an owned offer,
   e[d,i,o,t] edge units bought, u[...,t] N+1 spares, yp/rp pooled replicas and shared rentals,
-  api[d,k,t] API shares, unserved[d,t], slack[family,t]
+  api[d,k,t] API shares, z[s,t] system types in use (complexity.py), unserved[d,t], slack[family,t]
 Rows are registered under (family, entity) with entity a tuple ending in t.
 """
 
@@ -29,7 +29,7 @@ from planner.data.jobs import demands_of_job
 from planner.data.years import Trend, life_years, trend_for
 from planner.milp.registry import Registry
 
-OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "api")
+OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "api", "complexity")
 """cost components paid as running costs (the budget's opex); the rest is capital or capex"""
 
 
@@ -40,6 +40,8 @@ class FleetModel(Registry):
     """objective: NPV of cash over `years` (multi-year), else the yearly cost of one year"""
     p: dict = field(default_factory=dict)
     k: dict = field(default_factory=dict)
+    z: dict = field(default_factory=dict)
+    """(system type, year) -> binary: the type is in that year's fleet (complexity.py)"""
     held_terms: dict = field(default_factory=dict)
     """(offer, year) -> [var]: purchases or contracts still held that year"""
     cash: dict = field(default_factory=dict)

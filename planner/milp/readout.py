@@ -10,7 +10,7 @@ from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import fleet as model
-from planner.milp import pooling
+from planner.milp import complexity, pooling
 from planner.milp.owned import edge_active
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
@@ -25,13 +25,18 @@ def r2(x: float | None, nd: int = 2) -> float | None:
 
 
 def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
-    """The solution with no idle rented system (model.trim_rentals), its objective lowered by the
-    rental cost that saves; idempotent."""
+    """The solution with no idle rented system (model.trim_rentals) and no system type priced that
+    the fleet does not hold (complexity.trim_types), its objective lowered by what that saves;
+    idempotent."""
     if not res.ok:
         return res
     values, saved = model.trim_rentals(fm, res.values)
     values, pooled_saved = pooling.trim_pool_rentals(fm, values)
     saved += pooled_saved
+    if fm.z:
+        held = {t: held_systems(fm, dataclasses.replace(res, values=values), t) for t in fm.years}
+        values, types_saved = complexity.trim_types(fm, values, held)
+        saved += types_saved
     if not saved:
         return res
     objective = None if res.objective is None else res.objective - saved
@@ -50,12 +55,17 @@ def _int(res: SolveResult, var) -> int:
 
 def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = None) -> dict[str, float]:
     """Cost of `year` (default: the last) attributed to each offer (its fixed costs, busy power,
-    rentals, API tokens), in the accounting view: a multi-year plan's purchases annuitised."""
+    rentals, API tokens, its share of its system type's complexity cost), in the accounting view: a
+    multi-year plan's purchases annuitised."""
     t = year or fm.last
     out: dict[str, float] = defaultdict(float)
-    terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and (not fm.npv or comp != "capex") for term in ts]
+    terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and comp not in ("capex", complexity.COMPONENT)
+             for term in ts]
     for coef, v, oid in terms + (fm.capital.get(t, []) if fm.npv else []):
         out[oid] += coef * _val(res, v)
+    if fm.z:
+        for oid, usd in complexity.spread(fm, res.values, t, held_systems(fm, res, t)).items():
+            out[oid] += usd
     return out
 
 

@@ -171,6 +171,7 @@ def _year(s: Scenario, ym: YearModel, res, t: int) -> dict:
             "annuitised_cost_usd": r2(sum(offer_cost.values())), "resale_usd": r2(_sum(res, ym.resale.get(t, []))),
             "budget_usd": budget, "budget_capex_usd": caps.get("capex"), "budget_opex_usd": caps.get("opex"),
             "budget_used": r2((capex + opex) / budget, 4) if budget else None,
+            **({"complexity_usd": r2(_sum(res, ym.cash.get((t, "complexity"), [])))} if ym.z else {}),
             "demand": {dk: r2(ym.demand_at(dk, t), 3) for dk in sorted(ym.options.demands)},
             "fleet": fleet, "purchases": purchases, "unserved": _unserved(s, ym, res, t), "utilisation": util}
 

@@ -21,8 +21,23 @@ from planner.verify.common import (
 )
 
 
+def system_types(rows) -> dict[str, int]:
+    """System type -> systems of that type among fleet rows (hosted-API rows are no system)."""
+    out: dict[str, int] = {}
+    for f in rows:
+        if f["acquisition"] != "api" and f["systems"] > 0:
+            out[f["system"]] = out.get(f["system"], 0) + f["systems"]
+    return out
+
+
+def complexity_usd(rows, s: Scenario) -> float:
+    """Fleet complexity of a year's fleet: its system types x policy.cost_per_system_type_usd_year."""
+    return len(system_types(rows)) * s.policy.cost_per_system_type_usd_year
+
+
 def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger: Ledger, costed: bool = True) -> None:
     used = set(ledger.uses)
+    types, rate = system_types(fleet.values()), s.policy.cost_per_system_type_usd_year
     v.check("capacity", used <= set(fleet), f"placements use offers missing from the fleet: "
                                             f"{sorted(used - set(fleet))}")
     site_kw = capex = 0.0
@@ -64,6 +79,9 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
         expected, exact = _offer_cost(o, system, n, s, ledger)
         most = expected if exact else (ledger.rent_usd.get(oid, 0.0) + ledger.edge_usd.get(oid, 0.0)
                                        + o.price_usd_per_hour * HOURS_PER_YEAR * n)
+        if rate:  # its share of its system type's complexity cost, by systems
+            share = rate * n_all / types[f["system"]]
+            expected, most = expected + share, most + share
         got = f["cost_usd_per_year"]
         hidden = ledger.rent_slack.get(oid, 0.0)  # batch rent behind the plan's rounded run shares
         v.check("costs", expected * (1 - REL) - USD - hidden <= got <= most * (1 + REL) + USD + hidden,
@@ -121,13 +139,19 @@ def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification) -> None:
 def check_breakdown(plan: dict, fleet: dict, s: Scenario, v: Verification, ledger: Ledger) -> None:
     """The cost components a reader re-derives from the fleet alone (single-period plans): ops is
     site.ops_usd_per_system_year for every bought system that hosts serving or training (edge units
-    ride on robots: no data-centre staff), api the hosted APIs' rows."""
+    ride on robots: no data-centre staff), complexity the fleet's system types x
+    policy.cost_per_system_type_usd_year, api the hosted APIs' rows."""
     parts = plan.get("cost_breakdown_usd_per_year") or {}
     bought = sum(f["systems"] - ledger.edge_units.get(oid, 0) for oid, f in fleet.items() if f["acquisition"] == "buy")
     ops = bought * s.site.ops_usd_per_system_year
     v.check("costs", close(parts.get("ops", 0.0), ops, REL, USD),
             f"cost breakdown ops ${parts.get('ops', 0.0):,.2f}; {bought} bought systems at "
             f"${s.site.ops_usd_per_system_year:,.0f} a year (site.ops_usd_per_system_year) cost ${ops:,.2f}")
+    types, rate = system_types(fleet.values()), s.policy.cost_per_system_type_usd_year
+    got = parts.get("complexity", 0.0)
+    v.check("costs", close(got, len(types) * rate, REL, USD),
+            f"cost breakdown complexity ${got:,.2f}; {len(types)} system types in the fleet at ${rate:,.0f} a year "
+            f"(policy.cost_per_system_type_usd_year) cost ${len(types) * rate:,.2f}")
     api = sum(f["cost_usd_per_year"] for f in fleet.values() if f["acquisition"] == "api")
     v.check("costs", close(parts.get("api", 0.0), api, REL, USD),
             f"cost breakdown api ${parts.get('api', 0.0):,.2f}; the hosted-API rows cost ${api:,.2f}")

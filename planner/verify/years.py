@@ -13,12 +13,13 @@ from planner.verify.common import (
     close,
     offer_problem,
 )
+from planner.verify.fleet import system_types
 from planner.verify.years_cash import check_year_money
 
 
 def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
     """Multi-year plans: one entry per year with the demand re-derived from the scenario's growth,
-    cash = capex + opex within that year's caps, each year's fleet allowed by policy and within
+    cash = capex + opex within that year's caps, its complexity cost its system types x the policy's rate, each year's fleet allowed by policy and within
     availability and site power, and the horizon totals adding up."""
     years = plan["years"]
     v.check("years", [y["year"] for y in years] == list(range(1, s.horizon_years + 1)),
@@ -38,6 +39,13 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
             cap = y.get(key)
             v.check("budget", cap is None or amount <= cap * (1 + 1e-5) + USD,
                     f"year {t}: ${amount:,.0f} exceeds {key} ${cap:,.0f}" if cap is not None else "")
+        rate = s.policy.cost_per_system_type_usd_year
+        if rate or "complexity_usd" in y:
+            types = system_types(y["fleet"])
+            v.check("costs", close(y.get("complexity_usd") or 0.0, len(types) * rate, REL, USD),
+                    f"year {t}: complexity ${y.get('complexity_usd') or 0.0:,.2f}; {len(types)} system types in the "
+                    f"year's fleet at ${rate:,.0f} a year (policy.cost_per_system_type_usd_year) cost "
+                    f"${len(types) * rate:,.2f}")
         site_kw = 0.0
         for f in y["fleet"]:
             if f["acquisition"] == "api":  # tokens from a hosted API: verify/api.py checks the final year's rows

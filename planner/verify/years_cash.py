@@ -9,7 +9,8 @@
              accelerators, power, acquisition and provider from the catalog; bought rows' purchase_usd
              = what the systems held were paid
   cash       capex_t = sum of that year's purchases (reserved fees are opex); opex_t >= support,
-             hosting and idle power of the bought systems held + reserved fees
+             hosting and idle power of the bought systems held + reserved fees + the fleet's
+             system types x policy.cost_per_system_type_usd_year
   accounting annuitised_t - opex_t = sum over bought systems held of price_tau x annuity(r, life);
              the fleet rows add up to annuitised_t, each bought row at least its fixed costs
   resale     a bought system leaves at the end of its life or of the horizon (start of year s, a years
@@ -28,6 +29,7 @@ from planner.data.scenario import Scenario
 from planner.data.years import life_years, trend_for
 from planner.physics import costs
 from planner.verify.common import REL, USD, Verification, close
+from planner.verify.fleet import complexity_usd
 from planner.verify.numbers import check_fleet_rows, check_utilisation, whole
 
 RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
@@ -103,11 +105,12 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
                     fixed_opex += (price * site.support_fraction_per_year + kept) * n
                 else:
                     fixed_opex += price * n
+        fixed_opex += complexity_usd(y["fleet"], s)
         v.check("costs", close(y["capex_usd"], capex), f"year {t}: capex ${y['capex_usd']:,.2f}; the year's "
                 f"purchases cost ${capex:,.2f}")
         v.check("costs", y["opex_usd"] >= fixed_opex * (1 - REL) - USD,
                 f"year {t}: opex ${y['opex_usd']:,.2f}; the systems held cost at least ${fixed_opex:,.2f} to "
-                "keep (support, hosting, idle power, reserved fees)")
+                "keep (support, hosting, idle power, reserved fees, fleet complexity)")
         v.check("costs", close(y["annuitised_cost_usd"] - y["opex_usd"], capital),
                 f"year {t}: accounting cost ${y['annuitised_cost_usd']:,.2f} less opex ${y['opex_usd']:,.2f} "
                 f"is not the purchases' annuities ${capital:,.2f}")
