@@ -5,7 +5,7 @@
 
 --melange is a checkout of Mélange's published code (Griggs et al., "Mélange: Cost Efficient Large
 Language Model Serving by Exploiting GPU Heterogeneity", arXiv 2404.14527), here cloned beside this
-repository; figures in issue 12 were made at its commit d46ab43 (2024-06-26). It is not part of
+repository; this script was last run against its commit d46ab43 (2024-06-26). It is not part of
 this repository and not a dependency: its melange/ package is copied into a scratch folder and run
 there, in its own Python process (this Python; Mélange needs pulp, numpy and pandas), by a
 ten-line driver this script writes; its solve time is the wall time of MelangeSolver.run() in that
