@@ -162,8 +162,11 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     if s.budget.usd_per_year is not None:
         typer.echo(f"  budget: ${s.budget.usd_per_year:,.0f} per year")
     if rows:
-        typer.echo(f"  measurements: {len(rows)} row(s) from {len(s.measurements)} file(s), used in place of "
-                   "the physics model where they cover a job")
+        used = [j.name for j in s.jobs if j.stage == "serve" and (j.model, j.precision) in {(r.model, r.precision)
+                                                                                          for r in rows}]
+        typer.echo(f"  measurements: {len(rows)} row(s) from {len(s.measurements)} file(s), used in place of the "
+                   "physics model " + (f"for {', '.join(used)} where they cover its systems and request sizes"
+                                       if used else "for no serving job (see the warning)"))
     for j in s.jobs:
         m = cat.models[j.model]
         typer.echo(f"  - {j.name}: {j.stage} {m.name} ({m.params_b:g}B" +
