@@ -1,13 +1,16 @@
 """Mélange's own solver against the planner, both fed the same capacity table (issue 12).
 
-    python benchmarks/melange.py --melange PATH [--slice-factor 4] [--rates 4,32]
+    git clone https://github.com/tyler-griggs/melange-release ../melange-release
+    python benchmarks/melange.py --melange ../melange-release [--slice-factor 4] [--rates 4,32]
 
-PATH is a checkout of Mélange's published code (Griggs et al., "Mélange: Cost Efficient Large
-Language Model Serving by Exploiting GPU Heterogeneity", arXiv 2404.14527;
-github.com/tyler-griggs/melange-release). It is not part of this repository and not a dependency:
-its melange/ package is copied into a scratch folder and run there, in its own Python process
-(it needs pulp, numpy and pandas), by a ten-line driver this script writes; its solve time is the
-wall time of MelangeSolver.run() in that process (model build + CBC).
+--melange is a checkout of Mélange's published code (Griggs et al., "Mélange: Cost Efficient Large
+Language Model Serving by Exploiting GPU Heterogeneity", arXiv 2404.14527), here cloned beside this
+repository; this script was last run against its commit d46ab43 (2024-06-26). It is not part of
+this repository and not a dependency: its melange/ package is copied into a scratch folder and run
+there, in its own Python process (this Python; Mélange needs pulp, numpy and pandas), by a
+ten-line driver this script writes; its solve time is the wall time of MelangeSolver.run() in that
+process (model build + CBC). Without --melange, or with a folder lacking melange/solver.py, the
+script says how to get the checkout and exits 2; it exits 1 if the planner costs more (below).
 
 Cases
   example      Mélange's shipped melange/config/example.json (A10G and A100-80GB, a 2x2 bucket
@@ -111,6 +114,10 @@ def run_melange(scratch: Path, config: dict) -> tuple[dict | None, float]:
     proc = subprocess.run([sys.executable, str(scratch / "driver.py"), str(path)], cwd=scratch, capture_output=True,
                           text=True, env={"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin"}, timeout=600)
     if proc.returncode:
+        if "ModuleNotFoundError" in proc.stderr and "melange" not in proc.stderr.splitlines()[-1]:
+            print(f"error: Mélange needs pulp, numpy and pandas in this Python ({sys.executable}):\n"
+                  f"{proc.stderr.splitlines()[-1]}\n    To fix: pip install pulp numpy pandas", file=sys.stderr)
+            raise SystemExit(2)
         raise SystemExit(f"Mélange failed:\n{proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return out["result"], out["seconds"]
@@ -193,15 +200,28 @@ def fleet_text(fleet: dict[str, int]) -> str:
     return " + ".join(f"{n} {g}" for g, n in sorted(fleet.items()) if n) or "-"
 
 
+REPO = "https://github.com/tyler-griggs/melange-release"
+GET_IT = (f"To get it: git clone {REPO} ../melange-release\n"
+          "    then: python benchmarks/melange.py --melange ../melange-release")
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--melange", type=Path, required=True, help="a checkout of tyler-griggs/melange-release")
-    ap.add_argument("--slice-factor", type=int, default=4)
-    ap.add_argument("--rates", default="4,32", help="total request rates of the grids, req/s")
+    usage = "python benchmarks/melange.py --melange PATH [--slice-factor 4] [--rates 4,32]"
+    ap = argparse.ArgumentParser(usage=usage, description=__doc__.split("\n\n")[0],
+                                 epilog=f"PATH is a checkout of Mélange's published code. {GET_IT}",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--melange", type=Path, metavar="PATH", help="a checkout of Mélange's published code (how to "
+                    "get it: below; not a dependency)")
+    ap.add_argument("--slice-factor", type=int, default=4, help="Mélange's slices per bucket (default 4)")
+    ap.add_argument("--rates", default="4,32", help="total request rates of the grids, req/s (default 4,32)")
     args = ap.parse_args()
+    if args.melange is None:
+        print(f"error: --melange PATH is missing: this benchmark runs Mélange's own solver from a checkout of its "
+              f"published code ({REPO}); nothing was run.\n    {GET_IT}", file=sys.stderr)
+        return 2
     if not (args.melange / "melange" / "solver.py").is_file():
-        print(f"error: {args.melange}/melange/solver.py not found. Fix: clone Mélange's published code "
-              "(github.com/tyler-griggs/melange-release) and pass its folder as --melange", file=sys.stderr)
+        print(f"error: {args.melange / 'melange' / 'solver.py'} not found: --melange is not a checkout of "
+              f"Mélange's published code.\n    {GET_IT}", file=sys.stderr)
         return 2
     cat = load_catalog()
     with tempfile.TemporaryDirectory(prefix="melange-bench-") as tmp:

@@ -49,7 +49,7 @@ def main() -> int:
     if args.only:
         files = [f for f in files if f.name in args.only or f.stem in args.only]
     head = (f"{'scenario':<28} {'years':>5} {'pooled $/yr':>12} {'unpooled $/yr':>13} {'saving':>8} "
-            f"{'s':>5} {'s':>5}  pools (demands sharing replicas)")
+            f"{'pooled s':>8} {'unpooled s':>10}  pools (demands sharing replicas)")
     print(head)
     print("-" * len(head))
     for f in files:
@@ -65,7 +65,7 @@ def main() -> int:
         possible = len(pools_of(s))
         note = formed or ("none possible" if not possible else f"{possible} demands could pool; none share")
         years = s.horizon_years if s.multi_year else 1
-        print(f"{f.stem:<28} {years:>5} {money(pooled):>12} {money(alone):>13} {saving:>8} {t1:>5.1f} {t2:>5.1f}  {note}")
+        print(f"{f.stem:<28} {years:>5} {money(pooled):>12} {money(alone):>13} {saving:>8} {t1:>8.1f} {t2:>10.1f}  {note}")
     return 0
 
 

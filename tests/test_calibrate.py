@@ -49,6 +49,40 @@ def test_three_formats_become_one_csv_that_plans_use_as_measured(tmp_path, plan_
     assert pl["tokens_per_s_per_user"] == pytest.approx(1000 / 9.85, abs=0.01)  # the slower of the two at 64
 
 
+@pytest.mark.parametrize("sample, flags, users", [
+    (VLLM, ("--system", "h100-sxm-x1"), 16),                            # records TP and precision
+    (SGLANG, ("--system", "h100-sxm-x1", "--precision", "bf16"), 64),   # dtype 'auto' names no precision
+    (GENAI, ("--system", "h100-sxm-x1", "--tp", "1", "--precision", "bf16"), 64),
+])
+def test_each_format_round_trips_into_a_plan_that_says_measured(tmp_path, plan_cli, monkeypatch, sample, flags, users):
+    """The README's steps with one sample file: calibrate, validate, plan tests/data/bench/chat-8b.yaml."""
+    monkeypatch.chdir(tmp_path)
+    r = plan_cli("calibrate", sample, *flags, "-o", "m.csv")
+    assert r.code == 0, r.err
+    v = plan_cli("validate", BENCH / "chat-8b.yaml", "--measurements", "m.csv")
+    assert v.code == 0 and "used in place of the physics model for chat where they cover" in v.out, v.out + v.err
+    p = plan_cli(BENCH / "chat-8b.yaml", "--measurements", "m.csv", "--format", "json", "--explain", "none")
+    assert p.code == 0, p.err
+    job = json.loads(p.out)["jobs"][0]
+    assert {(pl["system"], pl["tensor_parallel"], pl["basis"], pl["users_per_replica"]) for pl in job["placements"]} \
+        == {("h100-sxm-x1", 1, "measured", users)}  # never beyond the largest concurrency measured
+    assert sum(pl["replicas"] for pl in job["placements"]) == -(-100 // users)
+    tool = {VLLM: "vllm", SGLANG: "sglang", GENAI: "genai-perf"}[sample]
+    assert all(f"basis: measured ({tool}:{sample}" in why for why in job["why"])
+    assert "the largest concurrency measured binds" in job["why"][0]
+
+
+def test_measurements_for_no_serving_job_are_a_warning_not_silence(tmp_path, plan_cli):
+    out = tmp_path / "m.csv"
+    assert plan_cli("calibrate", VLLM, "--system", "h100-sxm-x1", "-o", out).code == 0
+    r = plan_cli(Path(__file__).resolve().parents[1] / "scenarios" / "bank.yaml", "--measurements", out,
+                 "--explain", "none")  # llama-3.1-70b at fp8; the rows are llama-3.1-8b at bf16
+    assert r.code == 0
+    assert ("warning: no row of the measurements (1 row(s): llama-3.1-8b bf16) is for a serving job's model and "
+            "precision (llama-3.1-70b fp8), so every placement is modelled") in r.err
+    assert "basis:" not in r.out
+
+
 @pytest.mark.parametrize("args, words", [
     ((VLLM,), f"{VLLM}: system is not recorded in this vllm file\n    To fix: pass --system ID"),
     ((SGLANG, "--system", "h100-sxm-x1"), f"{SGLANG}:1: precision is not recorded in this sglang file\n"

@@ -142,3 +142,54 @@ def test_a_sweep_reads_the_scenarios_measurements_relative_to_the_scenario_file(
     assert r.code == 0, r.err
     assert [e["summary"]["status"] for e in json.loads(r.out)] == ["optimal", "optimal"]  # not 'bad-input'
     assert "file not found" not in r.out + r.err
+
+
+def _sixty_users(folder: Path) -> Path:
+    """60 users at 1,024 tokens of context on RTX 4090s: the physics model puts 39 on a replica (2
+    replicas, $5,957/yr), the synthetic rows (physics x0.6) 64 (1 replica, $2,978/yr)."""
+    folder.mkdir(exist_ok=True)
+    sc = folder / "s.yaml"
+    sc.write_text("name: t\npolicy: {acquisition: [on-demand], accelerators: [rtx-4090]}\njobs:\n"
+                  "  - {name: chat, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 60,"
+                  " input_tokens: 512, output_tokens: 128, context_tokens: 1024, min_tokens_per_s_per_user: 40}\n")
+    return sc
+
+
+def test_sweep_takes_measurements_relative_to_the_working_directory_for_every_variant(tmp_path, plan_cli,
+                                                                                      monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    sc = _sixty_users(tmp_path / "scenarios")  # m.csv is in the working directory, not beside the scenario
+    sweep = ("sweep", sc, "--set", "jobs.0.concurrent_users=60,100", "--format", "json", "--workers", "1", "-q")
+    plain, measured_ = plan_cli(*sweep), plan_cli(*sweep, "--measurements", "m.csv")
+    assert plain.code == 0 and measured_.code == 0, measured_.err
+    cost = [[e["summary"]["total_cost_usd_per_year"] for e in json.loads(r.out)] for r in (plain, measured_)]
+    assert cost == [pytest.approx([5956.8, 8935.2], abs=1), pytest.approx([2978.4, 5956.8], abs=1)]
+    (tmp_path / "bad.csv").write_text(HEADER + "llama-3.1-8b,rtx-4090-x1,1,fp8,512,128,8,-3,,x\n")
+    r = plan_cli(*sweep, "--measurements", "bad.csv")
+    assert r.code == 2 and r.out == "" and "bad.csv:2: tpot_ms is '-3'" in r.err
+    (tmp_path / "names.csv").write_text(HEADER + "llama-3.1-8b,rtx-4090-x9,1,fp8,512,128,8,10,,x\n")
+    r = plan_cli(*sweep, "--measurements", "names.csv")  # every variant fails the same way: exit 2, not 3
+    assert r.code == 2 and "names.csv:2: unknown system 'rtx-4090-x9'" in r.err
+    r = plan_cli(*sweep, "--measurements", "m.csv", "-o", "m.csv", "--force")
+    assert r.code == 2 and "is an input of this run" in r.err and (tmp_path / "m.csv").read_text() == CSV.read_text()
+
+
+def test_compare_shows_what_the_measurements_change(tmp_path, plan_cli, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.csv").write_text(CSV.read_text())
+    sc = _sixty_users(tmp_path / "scenarios")
+    assert plan_cli(sc, "--format", "json", "--explain", "none", "-o", "modelled.json").code == 0
+    r = plan_cli("compare", "modelled.json", sc, "--measurements", "m.csv", "--format", "json")
+    assert r.code == 0, r.err
+    result = json.loads(r.out)
+    assert result["a"]["summary"]["fleet"][0]["systems"] == 2 and result["b"]["summary"]["fleet"][0]["systems"] == 1
+    assert result["difference"]["total_cost_usd_per_year"] == pytest.approx(-2978.4, abs=1)
+    r = plan_cli("compare", "modelled.json", "modelled.json", "--measurements", "m.csv")
+    assert r.code == 2 and "--measurements applies to a scenario solved now" in r.err
+    r = plan_cli("compare", "modelled.json", sc, "--measurements", "missing.csv")
+    assert r.code == 2 and "missing.csv: file not found" in r.err

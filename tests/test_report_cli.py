@@ -29,6 +29,37 @@ def test_brief_is_the_decision_in_25_lines_of_100_columns(plan_cli, name, monkey
     assert "run without --brief" in lines[-1]
 
 
+def test_brief_says_which_jobs_share_replicas_one_line_per_pool(plan_cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    r = plan_cli(SCENARIOS / "traffic-mix.yaml", "--brief", "--explain", "none")
+    assert r.code == 0, r.err
+    lines = r.out.rstrip("\n").split("\n")
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100, r.out
+    pools = lines.index("Shared replicas (policy.pool_jobs)")
+    assert lines[pools + 1] == "  llama-3.1-8b/fp8: support (3 sizes), drafting share 1 replica(s) of 1x l40s, 1 of 1x mi300x"
+    assert "of 1x mi300x (on-demand, shared), 358 users each" in r.out  # drafting's line
+    assert "run without --brief" in lines[-1]
+    off = tmp_path / "unpooled.yaml"
+    off.write_text((SCENARIOS / "traffic-mix.yaml").read_text().replace("policy:\n", "policy:\n  pool_jobs: false\n"))
+    r = plan_cli(off, "--brief", "--explain", "none")
+    assert r.code == 0 and "Shared replicas" not in r.out and "shared)" not in r.out, r.out
+
+
+def test_brief_keeps_to_25_lines_however_many_pools():
+    import copy
+
+    from planner.app.pipeline import plan_file
+    from planner.cli.brief import brief_text
+
+    plan = copy.deepcopy(plan_file(SCENARIOS / "traffic-mix.yaml", explain="none"))
+    plan["pools"] = [{**row, "pool": f"model-{k}/fp8"} for k in range(5) for row in plan["pools"]]
+    lines = brief_text(plan).rstrip("\n").split("\n")
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100
+    first = lines.index("Shared replicas (policy.pool_jobs)")
+    assert [ln.split(":")[0] for ln in lines[first + 1:first + 4]] == ["  model-0/fp8", "  model-1/fp8", "  model-2/fp8"]
+    assert lines[first + 4] == "  ... and 2 more pools" and "run without --brief" in lines[-1]
+
+
 def test_brief_does_not_mix_with_other_formats(plan_cli):
     r = plan_cli(SCENARIOS / "bank.yaml", "--brief", "--format", "json")
     assert r.code == 2 and "--brief" in r.err and r.out == ""

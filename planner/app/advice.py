@@ -1,10 +1,11 @@
 """Warnings about a scenario that plans but may not mean what it says: an inline model whose stated
-size disagrees with its own architecture, or a context longer than the model supports. They are
-notes on stderr (planner.data.notes) and never change the plan."""
+size disagrees with its own architecture, a context longer than the model supports, or measurements
+that no serving job can use. They are notes on stderr (planner.data.notes) and never change the plan."""
 
 from __future__ import annotations
 
 from planner.data.catalog import Catalog
+from planner.data.measurements import load_measurements
 from planner.data.notes import note
 from planner.data.scenario import Scenario
 from planner.physics import arch
@@ -16,8 +17,8 @@ CONTEXT_KEYS = ("context_tokens", "rollout_context_tokens", "sequence_tokens", "
 
 
 def advise(s: Scenario, cat: Catalog) -> None:
-    """Note each inline model whose params_b is more than 10% off its architecture's count, and each
-    job whose context is above its model's max_context_tokens."""
+    """Note each inline model whose params_b is more than 10% off its architecture's count, each
+    job whose context is above its model's max_context_tokens, and measurements for no serving job."""
     for i, m in enumerate(s.models):
         total_b = arch.param_counts(m)["total"] / 1e9
         if abs(m.params_b - total_b) > PARAMS_TOLERANCE * total_b:
@@ -35,3 +36,20 @@ def advise(s: Scenario, cat: Catalog) -> None:
                 note(f"warning: jobs.{i}.{key} ({job.name}) is {value:,} tokens, above {m.id}'s maximum "
                      f"context of {m.max_context_tokens:,}: the model cannot attend that far; lower {key} to "
                      f"at most {m.max_context_tokens:,} or choose a model with a longer context")
+    unused_measurements(s)
+
+
+def unused_measurements(s: Scenario) -> None:
+    """Note measurements none of whose rows is for a serving job's model and precision: they cannot
+    replace the physics model anywhere, which is otherwise silent (a bad row is exit 2 elsewhere)."""
+    if not s.measurements:
+        return
+    rows = load_measurements(tuple(s.measurements))
+    serve = {(j.model, j.precision) for j in s.jobs if j.stage == "serve"}
+    measured = {(r.model, r.precision) for r in rows}
+    if not rows or not serve or measured & serve:
+        return
+    text = lambda pairs: ", ".join(f"{m} {p}" for m, p in sorted(pairs))  # noqa: E731
+    note(f"warning: no row of the measurements ({len(rows)} row(s): {text(measured)}) is for a serving job's "
+         f"model and precision ({text(serve)}), so every placement is modelled; measure the model at the "
+         "precision the job serves, or check the model and precision columns")

@@ -1,4 +1,4 @@
-"""Sweeps and comparisons: the same scenario under several settings, solved one by one.
+"""Sweeps: the same scenario under several settings, solved one by one (comparisons: app/compare.py).
 
 `--set PATH=V1,V2,...` names a dotted path into the scenario file's mapping (list items by index:
 jobs.0.concurrent_users, budget.usd_per_year, site.power_usd_per_kwh) and the values to try; several
@@ -196,17 +196,35 @@ def variants(path: str | Path, sets: list[str]) -> list[tuple[dict, Scenario | B
     return out
 
 
+def add_measurements(items: list[tuple[dict, Scenario | BadVariant]], paths: tuple[str, ...]) -> list:
+    """--measurements CSVs (relative to the working directory) added to every variant after its own;
+    read once first under the names given (a bad row: exit 2 at file:line), then passed on as
+    absolute paths so that worker processes, whatever their directory, read the same files."""
+    if not paths:
+        return items
+    from planner.app.pipeline import with_measurements
+    from planner.data.measurements import load_measurements
+
+    load_measurements(tuple(paths))
+    absolute = tuple(str(Path(p).resolve()) for p in paths)
+    return [(settings, s if isinstance(s, BadVariant) else with_measurements(s, absolute)) for settings, s in items]
+
+
 def validate(items: list[tuple[dict, Scenario | BadVariant]], catalog_paths: tuple[str, ...] = ()) -> list:
-    """Catalog references and per-year settings of every variant, before any solve: the items with
-    each variant that fails them a BadVariant; exit 2 (the first variant's problems) when all do."""
+    """Catalog references, measurement names and per-year settings of every variant, before any
+    solve: the items with each variant that fails them a BadVariant; exit 2 (the first variant's
+    problems) when all do."""
     from planner.data.consistency import resolve
+    from planner.data.measurements import check_names, load_measurements
     from planner.data.years import check_multiyear
 
     out = []
     for settings, s in items:
         if not isinstance(s, BadVariant):
             try:
-                resolve(s, catalog_paths)
+                cat = resolve(s, catalog_paths)
+                if s.measurements:
+                    check_names(load_measurements(tuple(s.measurements)), cat)
                 if s.multi_year:
                     check_multiyear(s)
             except InputError as exc:
@@ -328,45 +346,3 @@ def closing_note(entries: list[dict], wall_s: float) -> str:
     solved = sum(e["summary"]["status"] in ("optimal", "feasible") for e in entries)
     return (f"Swept {len(entries)} variants in {wall_s:.1f} s ({wall_s / max(len(entries), 1):.2f} s each); "
             f"{solved} with a plan, {len(entries) - solved} without.")
-
-
-# --- compare ----------------------------------------------------------------------------------------
-
-def load_plan_or_solve(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None) -> dict:
-    """A plan JSON file (from `plan --format json`) as it is, or a scenario file solved now."""
-    path = Path(path)
-    if path.suffix.lower() == ".json":
-        from planner.verify.plan import read_plan_file
-
-        return read_plan_file(path)
-    from planner.app.pipeline import plan_file
-
-    return plan_file(path, catalog_paths, time_limit_s, explain="none")  # compare reads costs and fleets only
-
-
-COMPARE_ROWS = [("status", "status"), ("$/year", "total_cost_usd_per_year"),
-                ("$ over horizon", "total_cost_usd_over_horizon"), ("NPV $", "npv_usd"),
-                ("cash $", "cash_total_usd"), ("$/Mtok", "usd_per_million_tokens")]
-
-
-def compare(a: dict, b: dict) -> dict:
-    """Two plans' summaries and the differences (B - A) of their numbers."""
-    sa, sb = summarise(a), summarise(b)
-    diff = {}
-    for _, key in COMPARE_ROWS:
-        if isinstance(sa.get(key), (int, float)) and isinstance(sb.get(key), (int, float)):
-            diff[key] = round(sb[key] - sa[key], 4)
-    return {"a": {"scenario": a["scenario"], "summary": sa}, "b": {"scenario": b["scenario"], "summary": sb},
-            "difference": diff}
-
-
-def compare_rows(result: dict, names: tuple[str, str]) -> list[dict]:
-    sa, sb, diff = result["a"]["summary"], result["b"]["summary"], result["difference"]
-    out = [{"": "scenario", names[0]: result["a"]["scenario"], names[1]: result["b"]["scenario"], "B - A": ""}]
-    for title, key in COMPARE_ROWS:
-        if sa.get(key) is None and sb.get(key) is None:
-            continue
-        out.append({"": title, names[0]: sa.get(key), names[1]: sb.get(key), "B - A": diff.get(key)})
-    out.append({"": "fleet", names[0]: fleet_text(sa["fleet"]), names[1]: fleet_text(sb["fleet"]), "B - A": ""})
-    out.append({"": "unmet", names[0]: unmet_text(sa["unserved"]), names[1]: unmet_text(sb["unserved"]), "B - A": ""})
-    return out

@@ -1,5 +1,6 @@
 """`plan SCENARIO --brief`: the decision on one screen, at most 25 lines of at most 100 columns: the
-cost, the recommendation, the fleet, one line per job, the years of a multi-year plan and what binds.
+cost, the recommendation, the fleet, one line per job, the years of a multi-year plan, the replicas
+jobs share (one line per pool) and what binds.
 The full explanation stays in `plan SCENARIO` (text), `--format markdown` and `--format html`."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from planner.data.money import unit_cost_text, usd
 
 MAX_LINES = 25
 MAX_WIDTH = 100
+MAX_POOLS = 3
 
 
 def _wrap(text: str, width: int, indent: str = "", limit: int | None = None) -> list[str]:
@@ -23,13 +25,46 @@ def _wrap(text: str, width: int, indent: str = "", limit: int | None = None) -> 
     return lines
 
 
-def _placement(p: dict) -> str:
-    what = f"{p['replicas']:,} replica(s) of {p['accelerators_per_replica']}x {p['accelerator']} ({p['acquisition']})"
+def _placement(p: dict, shared: set, more: int) -> str:
+    what = f"{p['replicas']:,} replica(s) of {p['accelerators_per_replica']}x {p['accelerator']} ({p['acquisition']}"
+    what += ", shared)" if (p.get("part"), p.get("offer")) in shared else ")"
     if p.get("users_per_replica"):
         what += f", {p['users_per_replica']:,} users each"
     elif p.get("hours_per_run"):
         what += f", {p['hours_per_run']:,.1f} h per run"
+    if more:
+        what += f", {more} more placement(s)"
     return what + (f"; {p['binding']} binds" if p.get("binding") else "")
+
+
+def _shared(plan: dict) -> tuple[list[dict], set]:
+    """The plan's pool rows that several parts share, and their (part, offer) pairs."""
+    rows = [r for r in plan.get("pools") or [] if len(r["load"]) > 1]
+    return rows, {(part, r["offer"]) for r in rows for part in r["load"]}
+
+
+def _pool_lines(plan: dict, rows: list[dict], width: int) -> list[str]:
+    """'Shared replicas': one line per pool (model/precision...): its replicas and the jobs sharing
+    them; at most MAX_POOLS lines, then how many more."""
+    if not rows:
+        return []
+    job_of = {p.get("part") or j["name"]: j["name"] for j in plan["jobs"] for p in j["placements"]}
+    pools: dict[str, list[dict]] = {}
+    for r in rows:
+        pools.setdefault(r["pool"], []).append(r)
+    out = ["Shared replicas (policy.pool_jobs)"]
+    for name, held in list(pools.items())[:MAX_POOLS]:
+        parts: dict[str, set] = {}
+        for r in held:
+            for part in r["load"]:
+                parts.setdefault(job_of.get(part, part), set()).add(part)
+        jobs = [f"{j} ({len(ps)} sizes)" if len(ps) > 1 else j for j, ps in parts.items()]
+        replicas = ", ".join(f"{r['replicas']:,}{' replica(s)' if i == 0 else ''} of "
+                             f"{r['accelerators_per_replica']}x {r['accelerator']}" for i, r in enumerate(held))
+        out += _wrap(f"{name}: {', '.join(jobs)} share {replicas}", width, "  ", limit=1)
+    if len(pools) > MAX_POOLS:
+        out.append(f"  ... and {len(pools) - MAX_POOLS} more pools")
+    return out
 
 
 def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
@@ -56,15 +91,19 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
             out.append(f"  ... and {len(plan['years']) - 4} more years")
     out.append("Jobs")
     jobs = plan["jobs"]
-    room = max(1, MAX_LINES - len(out) - 5)
+    rows, shared = _shared(plan)
+    pooled = _pool_lines(plan, rows, width)
+    room = max(1, MAX_LINES - len(out) - 5 - len(pooled))
     for job in jobs[:room]:
         first = job["placements"][0] if job["placements"] else None
         text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year"
                 + (f"; {unit_cost_text(job['unit_cost'])}" if unit_cost_text(job["unit_cost"]) else "")
-                + (f"; {_placement(first)}" if first else "; nothing placed"))
+                + (f"; {_placement(first, shared, len(job['placements']) - 1)}" if first else "; nothing placed"))
         out += _wrap(text, width, "  ", limit=2 if len(jobs) <= 3 else 1)
     if len(jobs) > room:
         out.append(f"  ... and {len(jobs) - room} more jobs")
+    if pooled and len(out) + len(pooled) < MAX_LINES:
+        out += pooled
     binding = [e for e in plan.get("explanations") or [] if e["binding"]]
     left = MAX_LINES - len(out) - 2
     if binding and left > 1:

@@ -162,8 +162,11 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     if s.budget.usd_per_year is not None:
         typer.echo(f"  budget: ${s.budget.usd_per_year:,.0f} per year")
     if rows:
-        typer.echo(f"  measurements: {len(rows)} row(s) from {len(s.measurements)} file(s), used in place of "
-                   "the physics model where they cover a job")
+        used = [j.name for j in s.jobs if j.stage == "serve" and (j.model, j.precision) in {(r.model, r.precision)
+                                                                                          for r in rows}]
+        typer.echo(f"  measurements: {len(rows)} row(s) from {len(s.measurements)} file(s), used in place of the "
+                   "physics model " + (f"for {', '.join(used)} where they cover its systems and request sizes"
+                                       if used else "for no serving job (see the warning)"))
     for j in s.jobs:
         m = cat.models[j.model]
         typer.echo(f"  - {j.name}: {j.stage} {m.name} ({m.params_b:g}B" +
@@ -258,14 +261,15 @@ def sweep_cmd(
                                                                   "numbers; '*' for every list item"),
     seed: int = typer.Option(0, "--seed", help="random seed of the Monte-Carlo draws"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr"),
+    measurements: Optional[List[Path]] = MeasurementsOpt,
 ):
     """Solve SCENARIO under every combination of --set values (or --samples random draws of --vary)
-    and compare the plans."""
+    and compare the plans; --measurements apply to every variant."""
     from planner.cli.sweeping import SweepRequest, run_sweep
 
-    check_output(output, force, (scenario, *(catalog or ())))  # never over the swept scenario
+    check_output(output, force, (scenario, *(catalog or ()), *(measurements or ())))  # never over an input
     run_sweep(SweepRequest(scenario, list(sets or ()), fmt.value, tuple(str(c) for c in catalog or ()), time_limit,
-                           workers, backend, address, samples, list(vary or ()), seed, quiet),
+                           workers, backend, address, samples, list(vary or ()), seed, quiet, _measured(measurements)),
               write=lambda text: emit(text, output, force))
 
 
@@ -276,17 +280,19 @@ def compare_cmd(
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
     catalog: Optional[List[Path]] = CatalogOpt,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per plan"),
+    measurements: Optional[List[Path]] = MeasurementsOpt,
 ):
-    """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens."""
-    from planner.app import sweep
+    """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens. --measurements
+    apply to each scenario solved now: plan compare modelled.json SCENARIO --measurements m.csv shows
+    what your measurements change."""
+    from planner.app import compare
 
-    paths = tuple(str(c) for c in catalog or ())
-    result = sweep.compare(sweep.load_plan_or_solve(a, paths, time_limit), sweep.load_plan_or_solve(b, paths, time_limit))
+    result = compare.compare_plans(a, b, tuple(str(c) for c in catalog or ()), time_limit, _measured(measurements))
     if fmt == Format.json:
         typer.echo(tables.to_json(result), nl=False)
         return
     names = ("A: " + a.name, "B: " + b.name)
-    rows = sweep.compare_rows(result, names)
+    rows = compare.compare_rows(result, names)
     cols = ["", *names, "B - A"]
     typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
 

@@ -31,6 +31,8 @@ class SweepRequest:
     vary: list[str] = field(default_factory=list)
     seed: int = 0
     quiet: bool = False
+    measurements: tuple[str, ...] = ()
+    """--measurements CSVs (relative to the working directory), added to every variant's own"""
 
     @property
     def montecarlo(self) -> bool:
@@ -53,7 +55,7 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
         items = montecarlo.samples(req.scenario, req.vary, req.samples or 100, req.seed)
     else:
         items = sweep.variants(req.scenario, req.sets)
-    items = sweep.validate(items, req.catalog_paths)
+    items = sweep.validate(sweep.add_measurements(items, req.measurements), req.catalog_paths)
     start = time.perf_counter()
     with progress(items, req.quiet) as note:
         entries = parallel.run(items, req.catalog_paths, req.time_limit_s, progress=note, workers=req.workers,

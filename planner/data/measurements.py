@@ -120,12 +120,26 @@ def write_measurements_csv(rows: Iterable[Measurement], path_or_file: str | Path
     w.writerows(["" if getattr(r, k) is None else getattr(r, k) for k in COLUMNS] for r in rows)
 
 
-@lru_cache(maxsize=16)
 def load_measurements(paths: tuple[str, ...]) -> tuple[Measurement, ...]:
-    """Every row of the files, in order (cached: the options and the verifier read the same rows)."""
+    """Every row of the files, in order, named as given (cached: the options and the verifier read
+    the same rows; the cache knows each file by its absolute path, size and modification time, so a
+    relative name read from another directory, or a file rewritten, is read afresh)."""
+    return _load(tuple((str(p), _stamp(p)) for p in paths))
+
+
+def _stamp(path: str) -> tuple[str, int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None  # read_text says what is wrong with it
+    return str(Path(path).resolve()), st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=16)
+def _load(files: tuple[tuple[str, tuple | None], ...]) -> tuple[Measurement, ...]:
     out: list[Measurement] = []
-    for p in paths:
-        out += parse_measurements(read_text(Path(p), "measurements CSV"), str(p))
+    for name, _ in files:
+        out += parse_measurements(read_text(Path(name), "measurements CSV"), name)
     return tuple(out)
 
 

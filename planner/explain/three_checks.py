@@ -57,7 +57,18 @@ def placement_reason(p: dict, job) -> str:
     part = f"{p['part']}: " if named else ""
     shared = (f" shared in pool '{p['pool']}' ({p.get('users_served', 0):,} of this part's users, "
               f"{p.get('replica_load', 0):.2f} replica(s) of load)" if p.get("pool") else "")
-    return part + _reason(p, job, shared)
+    return part + _reason(p, job, shared) + _basis(p)
+
+
+def _basis(p: dict) -> str:
+    """Where a serving placement's speed comes from, when the user gave measurements: the rows used,
+    or why they do not cover it (nothing otherwise: the physics model is the default)."""
+    note = p.get("basis_note")
+    if not note:
+        return ""
+    if p.get("basis") == "measured":
+        return f"; basis: measured ({note.removeprefix('measured: ')})"
+    return f"; basis: modelled ({note.removesuffix('; modelled')})"
 
 
 def _reason(p: dict, job, shared: str) -> str:
@@ -68,7 +79,9 @@ def _reason(p: dict, job, shared: str) -> str:
         target = getattr(job, "min_tokens_per_s_per_user", None) or getattr(job, "min_tokens_per_s_per_rollout", None)
         tps = p["tokens_per_s_per_user"]
         binds = {"memory": "memory binds (the KV cache fills it)", "batch-cap": "the engine's batch limit binds",
-                 "latency": "the per-user speed target binds"}.get(p["binding"], f"{p['binding']} binds")
+                 "latency": "the per-user speed target binds",
+                 "measured-range": "the largest concurrency measured binds (never extrapolated: measure higher "
+                                   "for more)"}.get(p["binding"], f"{p['binding']} binds")
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
         return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
