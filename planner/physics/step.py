@@ -179,11 +179,19 @@ def prompt_budget(acc: Accelerator, decodes: float, engine: str | None) -> float
     return float(total) if eng.prefill_first else max(total - decodes, total / 8)
 
 
+def admission_wait_s(wl: Workload, batch: int, cal: Calibration) -> float:
+    """Seconds a request waits to be admitted in a closed loop of `batch` clients: the serving
+    front end admits the prompts that arrive together one after another, at
+    admission_us_per_prompt_token for each prompt token of the other batch - 1 clients
+    (Calibration.admission_us_per_prompt_token says where the figure comes from)."""
+    return cal.admission_us_per_prompt_token * 1e-6 * wl.input_tokens * max(batch - 1, 0)
+
+
 def clump_tokens(wl: Workload, batch: int, cal: Calibration) -> float:
-    """Prompt tokens that reach the engine together in a closed loop of `batch` clients: the
-    request's own prompt plus prefill_queue_fraction of the other clients' prompts (clients that
-    start together and finish together arrive together; 0 would be evenly spread arrivals, 1/2 a
-    fully synchronised loop served first come, first served)."""
+    """Prompt tokens that share the steady state's mixed steps in a closed loop of `batch` clients
+    (the chunk behind TPOT): a request's own prompt plus prefill_queue_fraction of the other
+    clients' prompts. A request's own TTFT does not queue behind these at the GPU (physics.ttft:
+    its wait is the front end's admission, admission_wait_s)."""
     return wl.input_tokens * (1 + cal.prefill_queue_fraction * max(batch - 1, 0))
 
 
