@@ -7,6 +7,7 @@ the costs up; it uses nothing from options.py, model.py or plan.py's arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from planner.app.planning import make_plan
 from planner.data.catalog import load_catalog
 from planner.data.scenario import Scenario
 from planner.options import shortlist
-from planner.physics import serving, training
+from planner.physics import moe, serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -81,7 +82,10 @@ def independent_check(s: Scenario, p: dict) -> None:
             per_system = cat.systems[pl["system"]].accelerators
             assert pl["offer"] in fleet, f"{j['name']} placed on {pl['offer']}, which the fleet lacks"
             if pl["users_per_replica"] is not None and job.stage in ("serve", "rl"):
-                est = serving.estimate(m, acc, _workload(job), pl["tensor_parallel"], pl["pipeline_parallel"],
+                wl = _workload(job)
+                if pl.get("basis_note", "").startswith(moe.NOTE):  # EP with data-parallel attention
+                    wl = dataclasses.replace(wl, attention_dp=True)
+                est = serving.estimate(m, acc, wl, pl["tensor_parallel"], pl["pipeline_parallel"],
                                        pl["users_per_replica"])
                 assert est.fits, (j["name"], est.reason)
                 assert est.memory_gb_per_accelerator <= est.memory_gb_capacity * 1.0001

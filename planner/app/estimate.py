@@ -34,6 +34,11 @@ class EstimateRequest:
     method: str = "lora"
     tokens: float = 1e8
     engine: str | None = None
+    layout: str | None = None
+    """tp (tensor parallelism) or ep-dp (an MoE: expert parallelism, data-parallel attention)."""
+
+
+LAYOUTS = ("tp", "ep-dp")
 
 
 def _check(req: EstimateRequest, cat) -> list[Problem]:
@@ -50,6 +55,8 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
         choices["--kv-precision"] = (req.kv_precision, KV_PRECISIONS)
     if req.engine is not None:
         choices["--engine"] = (req.engine, ENGINES)
+    if req.layout is not None:
+        choices["--layout"] = (req.layout, LAYOUTS)
     for flag, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(Problem(f"unknown value '{value}'", flag, "use one of: " + ", ".join(allowed)))
@@ -79,7 +86,11 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         est = training.estimate(m, acc, method, req.tokens, req.count, precision="bf16")
         return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
     kv = kv_precision_of(req.precision, req.kv_precision)
-    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens)
+    if req.layout == "ep-dp" and not m.is_moe:
+        raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",
+                                  "--layout", "use --layout tp, or an MoE model")])
+    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens,
+                          attention_dp=req.layout == "ep-dp")
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
                                      engine=req.engine)
@@ -104,6 +115,9 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit
     est = serving.estimate(m, acc, wl, tp, pp, batch, engine=req.engine)
     out = {**base, **est.as_dict(), "replicas": replicas}
+    if m.is_moe:
+        out["layout"] = (f"ep-dp: expert parallelism EP{tp} with data-parallel attention (KV split by sequence)"
+                         if wl.attention_dp and tp > 1 else "tp: tensor-parallel attention and experts")
     out["ttft_convention"] = (f"ttft_ms: mean time to first token in a closed loop of {batch} concurrent "
                               "requests per replica (chunked prefill; waits behind other prompts and decode "
                               "steps included); ttft_ms_alone: one prompt on an idle replica")

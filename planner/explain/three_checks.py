@@ -42,8 +42,10 @@ def placement_reason(p: dict, job) -> str:
                  "latency": "the per-user speed target binds"}.get(p["binding"], f"{p['binding']} binds")
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
-        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
-                f"PP{p['pipeline_parallel']}): {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
+        split = (f"EP{p['tensor_parallel']} with data-parallel attention"
+                 if str(p.get("basis_note", "")).startswith(options.LAYOUT_NOTE)
+                 else f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}")
+        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}): {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
                 f"{cap:,.1f} GiB; {binds} at {p['users_per_replica']:,} users per replica: "
                 f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
                 f" ({p['regime']}-bound){ttft}{limit}")

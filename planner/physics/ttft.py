@@ -57,7 +57,7 @@ def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: in
     the module docstring); batch 1 is one prompt on an idle replica."""
     cal = cal or default()
     batch = max(1, int(batch))
-    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), cal.max_batch)
+    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), step.batch_cap(m, wl, tp, cal))
     if cap < 1 or batch <= cap:
         return _within(m, acc, wl, tp, pp, batch, link, cal, engine)
     t_cap = _within(m, acc, wl, tp, pp, cap, link, cal, engine)

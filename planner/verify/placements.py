@@ -9,7 +9,7 @@ import math
 from planner.data.catalog import Catalog, Offer
 from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
-from planner.physics import costs, serving, training
+from planner.physics import costs, moe, serving, training
 from planner.physics.calibration import default as calibration
 from planner.verify.common import (
     EDGE_KINDS,
@@ -64,16 +64,20 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         if not v.check("parallelism", slot is not None and reps >= 1 and upr >= 1,
                        f"{where}: a replica of {replica} does not tile {system.accelerators}-accelerator systems"):
             continue
-        fit = serving.max_batch_by_memory(m, acc, part.workload, tp, pp)
-        est = serving.estimate(m, acc, part.workload, tp, pp, upr, engine=getattr(job, "engine", None))
+        wl = part.workload
+        if str(p.get("basis_note", "")).startswith(moe.NOTE):  # EP with data-parallel attention
+            wl = dataclasses.replace(wl, attention_dp=True)
+        fit = serving.max_batch_by_memory(m, acc, wl, tp, pp)
+        est = serving.estimate(m, acc, wl, tp, pp, upr, engine=getattr(job, "engine", None))
         basis = check_basis(p, part, m, system, s, v, where)
         if basis is not None:  # measured: speed and TTFT from the same rows; memory where the physics fits
             v.check("memory", fit < 1 or upr <= fit, f"{where}: {upr} users per replica, memory holds {fit}")
             est = dataclasses.replace(est, tokens_per_s_per_user=1000.0 / basis[0],
                                       ttft_ms=est.ttft_ms if basis[1] is None else basis[1])
         else:
-            v.check("memory", upr <= fit and upr <= cap_batch,
-                    f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
+            engine_cap = cap_batch * (tp if wl.attention_dp and m.is_moe and tp > 1 else 1)
+            v.check("memory", upr <= fit and upr <= engine_cap,
+                    f"{where}: {upr} users per replica, memory holds {fit} (engine cap {engine_cap})")
         v.check("latency", est.tokens_per_s_per_user >= part.min_tokens_per_s * (1 - TIGHT),
                 f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.min_tokens_per_s:g}")
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
