@@ -9,7 +9,7 @@ from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.jobs import kv_precision_of
 from planner.data.notes import note
-from planner.physics import arch, serving, training
+from planner.physics import arch, disagg, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 KV_PRECISIONS = ("bf16", "fp8", "int8")
@@ -36,6 +36,8 @@ class EstimateRequest:
     engine: str | None = None
     layout: str | None = None
     """tp (tensor parallelism) or ep-dp (an MoE: expert parallelism, data-parallel attention)."""
+    disaggregated: bool = False
+    """Also size separate prefill and decode pools on --count accelerators (physics.disagg)."""
 
 
 LAYOUTS = ("tp", "ep-dp")
@@ -122,9 +124,28 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
                               "requests per replica (chunked prefill; waits behind other prompts and decode "
                               "steps included); ttft_ms_alone: one prompt on an idle replica")
     out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
+    if req.disaggregated:
+        out.update(_disaggregated(m, acc, wl, req))
     if tp > acc.scaleup_domain:
         out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"
     return out
+
+
+def _disaggregated(m, acc, wl, req: EstimateRequest) -> dict:
+    """Separate prefill and decode pools inside --count accelerators of one scale-up domain, against
+    the best aggregated split at the same per-user speed: when it wins and by how much."""
+    d = disagg.best(m, acc, wl, min(req.count, acc.scaleup_domain), req.min_tokens_per_s_per_user, engine=req.engine)
+    if d is None:
+        return {"disaggregated": "no prefill/decode split fits"}
+    verdict = "wins" if d.gain > 1.0 else "loses"
+    return {"disaggregated": (f"{verdict}: {d.prefill_replicas}x TP{d.prefill_tp} prefill + {d.decode_replicas}x "
+                              f"TP{d.decode_tp} decode ({d.decode_batch} users each), {d.tokens_per_s_per_accelerator:,.0f} output "
+                              f"tok/s per accelerator against {d.aggregated_tokens_per_s_per_accelerator:,.0f} "
+                              f"aggregated ({d.gain:.2f}x); first token {d.ttft_ms:,.0f} ms incl. "
+                              f"{d.kv_transfer_ms:.1f} ms of KV transfer"),
+            "disaggregated_gain": round(d.gain, 4),
+            "disaggregated_tokens_per_s_per_accelerator": round(d.tokens_per_s_per_accelerator, 4),
+            "disaggregated_ttft_ms": round(d.ttft_ms, 4)}
 
 
 def _not_fitting(m, acc, wl, count) -> dict:
