@@ -17,7 +17,7 @@ from planner.app.planning import make_plan
 from planner.data.catalog import load_catalog
 from planner.data.scenario import Scenario
 from planner.options import shortlist
-from planner.physics import moe, serving, training
+from planner.physics import disagg, moe, serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -87,6 +87,17 @@ def independent_check(s: Scenario, p: dict) -> None:
                     wl = dataclasses.replace(wl, attention_dp=True)
                 est = serving.estimate(m, acc, wl, pl["tensor_parallel"], pl["pipeline_parallel"],
                                        pl["users_per_replica"])
+                pools = disagg.parse_note(pl.get("basis_note", ""))
+                if pools:  # a prefill pool plus a decode pool: the unit's figures
+                    target = job.min_tokens_per_s_per_user
+                    u = disagg.unit(m, acc, wl, pools[1], pools[0], pools[3], pools[2], target)
+                    assert u is not None and pl["users_per_replica"] <= u.users
+                    assert u.tokens_per_s_per_user >= target * 0.999
+                    if job.max_ttft_s:
+                        assert u.ttft_s <= job.max_ttft_s * 1.001
+                    used[pl["offer"]] = used.get(pl["offer"], 0) + pl["replicas"] * _slots(
+                        pl["accelerators_per_replica"], per_system)
+                    continue
                 assert est.fits, (j["name"], est.reason)
                 assert est.memory_gb_per_accelerator <= est.memory_gb_capacity * 1.0001
                 target = job.min_tokens_per_s_per_user if job.stage == "serve" else job.min_tokens_per_s_per_rollout

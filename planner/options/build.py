@@ -22,6 +22,7 @@ from planner.data.scenario import (
     EdgeJob,
     Scenario,
 )
+from planner.options import disagg as disagg_options
 from planner.options import measured
 from planner.options.api import api_options
 from planner.options.eligibility import (
@@ -327,8 +328,13 @@ def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
 
 def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
     if d.kind == "serve":
-        return serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache,
-                             getattr(job, "engine", None))
+        engine = getattr(job, "engine", None)
+        got, why = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache, engine)
+        if d.pool is not None:  # a pool shares replicas of one split
+            return got, why
+        split = disagg_options.configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key,
+                                       got, replica_slots, engine)
+        return (_pareto(got + split), "") if split else (got, why)
     if d.kind == "batch":
         r = d.train
         return batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,

@@ -24,6 +24,7 @@ a KV layout both engines share), prefix caching, and load imbalance between the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
@@ -121,3 +122,75 @@ def best(m: Model, acc: Accelerator, wl: Workload, domain: int, min_tokens_per_s
     agg_per_acc = agg.tokens_per_s / domain if agg is not None else 0.0
     return DisaggEstimate(tp_p, tp_d, n_p, n_d, b, per_acc, 1.0 / tpot, (alone + wait + kv) * 1e3, kv * 1e3,
                           agg_per_acc, per_acc / agg_per_acc if agg_per_acc > 0 else float("inf"))
+
+
+NOTE = "disaggregated:"
+"""How a serving placement's basis_note starts when its replica is a prefill pool plus a decode pool
+(options.disagg writes it; the verifier and the explanations read it back with parse_note)."""
+
+
+@dataclass
+class Unit:
+    """One disaggregated replica: n_p prefill replicas of TP_p and n_d decode replicas of TP_d."""
+
+    prefill_tp: int
+    prefill_replicas: int
+    decode_tp: int
+    decode_replicas: int
+    users: int
+    tokens_per_s_per_user: float
+    ttft_s: float
+    kv_transfer_s: float
+    binding: str
+    """decode (the decode replicas' batch limit) or prefill (the prefill pool at RHO_MAX)"""
+    decode_batch: int
+    """users per decode replica"""
+
+    @property
+    def accelerators(self) -> int:
+        return self.prefill_replicas * self.prefill_tp + self.decode_replicas * self.decode_tp
+
+    def note(self) -> str:
+        return (f"{NOTE} {self.prefill_replicas}x TP{self.prefill_tp} prefill + {self.decode_replicas}x "
+                f"TP{self.decode_tp} decode")
+
+
+def parse_note(text: str) -> tuple[int, int, int, int] | None:
+    """(n_p, TP_p, n_d, TP_d) from a basis note written by Unit.note (None if it is not one)."""
+    hit = re.match(re.escape(NOTE) + r" (\d+)x TP(\d+) prefill \+ (\d+)x TP(\d+) decode", text or "")
+    return tuple(int(g) for g in hit.groups()) if hit else None
+
+
+def unit(m: Model, acc: Accelerator, wl: Workload, tp_p: int, n_p: int, tp_d: int, n_d: int,
+         min_tokens_per_s_per_user: float | None = None, cal: Calibration | None = None,
+         engine: str | None = None) -> Unit | None:
+    """The users one disaggregated replica serves within the per-user speed and memory (None if
+    either pool cannot run): n_d decode replicas at their largest batch, fewer when the prefill
+    pool at RHO_MAX cannot keep up; TTFT as in the module docstring."""
+    cal = cal or default()
+    b, tpot = _decode_pool(m, acc, wl, tp_d, min_tokens_per_s_per_user, cal, engine)
+    if b < 1 or step.max_batch_by_memory(m, acc, wl, tp_p, 1, cal) < 1:
+        return None
+    rate = prefill_rate(m, acc, wl, tp_p, cal, engine)
+
+    def tpot_at(users: int) -> float:
+        return step.stage_time(step.parts(m, acc, wl, tp_d, 1, -(-users // n_d), 0.0, None, cal, engine), engine)
+
+    # a user sends a prompt every OSL x TPOT seconds; fewer users per decode replica decode faster
+    # and so send prompts more often: iterate down to the users the prefill pool keeps up with
+    users, tpot_used = n_d * b, tpot
+    for _ in range(8):
+        by_prefill = int(n_p * RHO_MAX * rate * wl.output_tokens * tpot_used / wl.input_tokens)
+        if by_prefill >= users:
+            break
+        users = by_prefill
+        if users < 1:
+            return None
+        tpot_used = tpot_at(users)
+    per = -(-users // n_d)
+    rho = min(RHO_MAX, users * wl.input_tokens / (wl.output_tokens * tpot_used) / (n_p * rate))
+    service = wl.input_tokens / rate
+    kv = kv_transfer_s(m, acc, wl, cal)
+    ttft = serving.ttft_s(m, acc, wl, tp_p, 1, cal=cal, engine=engine) + rho * service / (2 * (1 - rho)) + kv
+    return Unit(tp_p, n_p, tp_d, n_d, users, 1.0 / tpot_used, ttft, kv,
+                "decode" if users == n_d * b else "prefill", per)
