@@ -30,10 +30,13 @@ def configs(m, acc, system, wl: serving.Workload, min_tps: float, max_ttft: floa
         return []
     best = None
     for tp_d in (t for t in POWERS if t < n):
+        decode = disagg.decode_pool(m, acc, wl, tp_d, min_tps, engine=engine)
+        if decode[0] < 1:
+            continue
         for tp_p in (t for t in POWERS if t + tp_d <= n):
             for n_d in range(1, (n - tp_p) // tp_d + 1):
                 n_p = (n - n_d * tp_d) // tp_p
-                u = disagg.unit(m, acc, wl, tp_p, n_p, tp_d, n_d, min_tps, engine=engine)
+                u = disagg.unit(m, acc, wl, tp_p, n_p, tp_d, n_d, min_tps, engine=engine, decode=decode)
                 if u is None or (max_ttft is not None and u.ttft_s > max_ttft):
                     continue
                 if best is None or u.users / u.accelerators > best.users / best.accelerators * (1 + 1e-9):

@@ -161,14 +161,21 @@ def parse_note(text: str) -> tuple[int, int, int, int] | None:
     return tuple(int(g) for g in hit.groups()) if hit else None
 
 
+def decode_pool(m: Model, acc: Accelerator, wl: Workload, tp: int, min_tokens_per_s_per_user: float | None = None,
+                cal: Calibration | None = None, engine: str | None = None) -> tuple[int, float]:
+    """(largest batch, its TPOT) of one decode-only replica of TP accelerators (0 if none)."""
+    return _decode_pool(m, acc, wl, tp, min_tokens_per_s_per_user, cal or default(), engine)
+
+
 def unit(m: Model, acc: Accelerator, wl: Workload, tp_p: int, n_p: int, tp_d: int, n_d: int,
          min_tokens_per_s_per_user: float | None = None, cal: Calibration | None = None,
-         engine: str | None = None) -> Unit | None:
+         engine: str | None = None, decode: tuple[int, float] | None = None) -> Unit | None:
     """The users one disaggregated replica serves within the per-user speed and memory (None if
     either pool cannot run): n_d decode replicas at their largest batch, fewer when the prefill
-    pool at RHO_MAX cannot keep up; TTFT as in the module docstring."""
+    pool at RHO_MAX cannot keep up; TTFT as in the module docstring. `decode`: decode_pool's
+    answer for TP_d, when the caller already has it."""
     cal = cal or default()
-    b, tpot = _decode_pool(m, acc, wl, tp_d, min_tokens_per_s_per_user, cal, engine)
+    b, tpot = decode or _decode_pool(m, acc, wl, tp_d, min_tokens_per_s_per_user, cal, engine)
     if b < 1 or step.max_batch_by_memory(m, acc, wl, tp_p, 1, cal) < 1:
         return None
     rate = prefill_rate(m, acc, wl, tp_p, cal, engine)
