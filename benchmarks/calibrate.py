@@ -4,7 +4,7 @@
 
 Fits the factors of planner.physics.calibration.Calibration that the data can identify:
 eta_bw, layer_overhead_us, token_overhead_us, allreduce_latency_us, link_efficiency, decode_mfu,
-prefill_mfu, prefill_queue_fraction (closed-loop TTFT) and the per-engine step-overhead factors
+prefill_mfu, prefill_queue_fraction (prompt chunks beside decodes), admission_us_per_prompt_token (closed-loop TTFT) and the per-engine step-overhead factors
 overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no public rows). max_batch keeps its engine default (the data do not constrain it), train_mfu keeps its literature default (no training rows), and
 mem_util / reserve_gb keep the engines' documented defaults. There is no per-model,
 per-accelerator or per-row factor: every row is predicted from catalog facts and these globals
@@ -57,6 +57,7 @@ BOUNDS: list[tuple[str, float, float]] = [
     ("allreduce_latency_us", 2.0, 60.0),
     ("link_efficiency", 0.2, 1.0),
     ("prefill_queue_fraction", 0.005, 0.5),
+    ("admission_us_per_prompt_token", 0.1, 50.0),
     ("overhead_vllm", 0.2, 3.0),
     ("overhead_llamacpp", 0.3, 5.0),
 ]
@@ -106,7 +107,7 @@ def golden(f, lo: float, hi: float, iters: int = 18) -> tuple[float, float]:
     return (c, fc) if fc <= fd else (d, fd)
 
 
-QUEUE_FACTORS = {"prefill_queue_fraction"}
+QUEUE_FACTORS = {"admission_us_per_prompt_token"}
 
 
 def loaded_ttft(r: dict) -> bool:

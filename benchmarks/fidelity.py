@@ -14,9 +14,9 @@ How each metric is predicted (planner.physics.serving, with the row's own TP and
                        step with the prompts of the *other* clients arriving in chunks (a request's
                        own prefill is its TTFT, not part of its ITL), with the row's engine.
   tokens_per_s_batch1  1 / the same at batch 1 (single stream: no prefill mixes in).
-  ttft_ms              serving.ttft_s at batch = concurrency: the closed-loop mean TTFT (queueing
-                       behind other prompts, interleaved decode steps, waiting for a slot above
-                       the cap); concurrency 1 is one prompt on an idle replica.
+  ttft_ms              serving.ttft_s at batch = concurrency: the closed-loop mean TTFT (admission
+                       behind the other clients' prompts, interleaved decode steps, waiting for a
+                       slot above the cap); concurrency 1 is one prompt on an idle replica.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def stats(errors: list[float]) -> tuple[float, float]:
 
 
 TARGET_TTFT_MEDIAN = 25.0
-"""Issue 14's target for TTFT at the benchmark's concurrency; reported, not yet met (see README)."""
+"""Issue 14's target for TTFT at the benchmark's concurrency (median |error| over the loaded rows)."""
 
 
 def loaded_ttft(r: dict) -> bool:

@@ -7,6 +7,7 @@ the costs up; it uses nothing from options.py, model.py or plan.py's arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from planner.app.planning import make_plan
 from planner.data.catalog import load_catalog
 from planner.data.scenario import Scenario
 from planner.options import shortlist
-from planner.physics import serving, training
+from planner.physics import disagg, moe, serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -81,8 +82,22 @@ def independent_check(s: Scenario, p: dict) -> None:
             per_system = cat.systems[pl["system"]].accelerators
             assert pl["offer"] in fleet, f"{j['name']} placed on {pl['offer']}, which the fleet lacks"
             if pl["users_per_replica"] is not None and job.stage in ("serve", "rl"):
-                est = serving.estimate(m, acc, _workload(job), pl["tensor_parallel"], pl["pipeline_parallel"],
+                wl = _workload(job)
+                if pl.get("basis_note", "").startswith(moe.NOTE):  # EP with data-parallel attention
+                    wl = dataclasses.replace(wl, attention_dp=True)
+                est = serving.estimate(m, acc, wl, pl["tensor_parallel"], pl["pipeline_parallel"],
                                        pl["users_per_replica"])
+                pools = disagg.parse_note(pl.get("basis_note", ""))
+                if pools:  # a prefill pool plus a decode pool: the unit's figures
+                    target = job.min_tokens_per_s_per_user
+                    u = disagg.unit(m, acc, wl, pools[1], pools[0], pools[3], pools[2], target)
+                    assert u is not None and pl["users_per_replica"] <= u.users
+                    assert u.tokens_per_s_per_user >= target * 0.999
+                    if job.max_ttft_s:
+                        assert u.ttft_s <= job.max_ttft_s * 1.001
+                    used[pl["offer"]] = used.get(pl["offer"], 0) + pl["replicas"] * _slots(
+                        pl["accelerators_per_replica"], per_system)
+                    continue
                 assert est.fits, (j["name"], est.reason)
                 assert est.memory_gb_per_accelerator <= est.memory_gb_capacity * 1.0001
                 target = job.min_tokens_per_s_per_user if job.stage == "serve" else job.min_tokens_per_s_per_rollout

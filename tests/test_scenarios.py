@@ -130,7 +130,10 @@ def test_choose_go_1t_moe_serving_alone_on_wide_high_memory_domains():
     places = job(plan_of(CHOOSE_GO, "moe-1t-serving"), "moe-1t-serving")["placements"]
     for p in places:
         assert p["accelerators_per_replica"] * p["memory_gb_capacity"] >= 600  # ~0.6 TB of FP4 weights
-        assert memory_gb(p["accelerator"]) >= 180
+    # most of the 1,000 users on >= 180 GB accelerators (an 8x80 GB box holds the weights but little KV)
+    users = {p["accelerator"]: p["replicas"] * p["users_per_replica"] for p in places}
+    high = sum(u for a, u in users.items() if memory_gb(a) >= 180)
+    assert high >= 0.8 * sum(users.values())
 
 
 def test_choose_go_reasoning_rl_alone_splits_rollout_and_trainer_pools():

@@ -9,7 +9,7 @@ from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.jobs import kv_precision_of
 from planner.data.notes import note
-from planner.physics import arch, serving, training
+from planner.physics import arch, disagg, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 KV_PRECISIONS = ("bf16", "fp8", "int8")
@@ -34,6 +34,13 @@ class EstimateRequest:
     method: str = "lora"
     tokens: float = 1e8
     engine: str | None = None
+    layout: str | None = None
+    """tp (tensor parallelism) or ep-dp (an MoE: expert parallelism, data-parallel attention)."""
+    disaggregated: bool = False
+    """Also size separate prefill and decode pools on --count accelerators (physics.disagg)."""
+
+
+LAYOUTS = ("tp", "ep-dp")
 
 
 def _check(req: EstimateRequest, cat) -> list[Problem]:
@@ -50,6 +57,8 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
         choices["--kv-precision"] = (req.kv_precision, KV_PRECISIONS)
     if req.engine is not None:
         choices["--engine"] = (req.engine, ENGINES)
+    if req.layout is not None:
+        choices["--layout"] = (req.layout, LAYOUTS)
     for flag, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(Problem(f"unknown value '{value}'", flag, "use one of: " + ", ".join(allowed)))
@@ -79,7 +88,11 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         est = training.estimate(m, acc, method, req.tokens, req.count, precision="bf16")
         return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
     kv = kv_precision_of(req.precision, req.kv_precision)
-    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens)
+    if req.layout == "ep-dp" and not m.is_moe:
+        raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",
+                                  "--layout", "use --layout tp, or an MoE model")])
+    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens,
+                          attention_dp=req.layout == "ep-dp")
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
                                      engine=req.engine)
@@ -104,13 +117,35 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit
     est = serving.estimate(m, acc, wl, tp, pp, batch, engine=req.engine)
     out = {**base, **est.as_dict(), "replicas": replicas}
+    if m.is_moe:
+        out["layout"] = (f"ep-dp: expert parallelism EP{tp} with data-parallel attention (KV split by sequence)"
+                         if wl.attention_dp and tp > 1 else "tp: tensor-parallel attention and experts")
     out["ttft_convention"] = (f"ttft_ms: mean time to first token in a closed loop of {batch} concurrent "
                               "requests per replica (chunked prefill; waits behind other prompts and decode "
                               "steps included); ttft_ms_alone: one prompt on an idle replica")
     out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
+    if req.disaggregated:
+        out.update(_disaggregated(m, acc, wl, req))
     if tp > acc.scaleup_domain:
         out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"
     return out
+
+
+def _disaggregated(m, acc, wl, req: EstimateRequest) -> dict:
+    """Separate prefill and decode pools inside --count accelerators of one scale-up domain, against
+    the best aggregated split at the same per-user speed: when it wins and by how much."""
+    d = disagg.best(m, acc, wl, min(req.count, acc.scaleup_domain), req.min_tokens_per_s_per_user, engine=req.engine)
+    if d is None:
+        return {"disaggregated": "no prefill/decode split fits"}
+    verdict = "wins" if d.gain > 1.0 else "loses"
+    return {"disaggregated": (f"{verdict}: {d.prefill_replicas}x TP{d.prefill_tp} prefill + {d.decode_replicas}x "
+                              f"TP{d.decode_tp} decode ({d.decode_batch} users each), {d.tokens_per_s_per_accelerator:,.0f} output "
+                              f"tok/s per accelerator against {d.aggregated_tokens_per_s_per_accelerator:,.0f} "
+                              f"aggregated ({d.gain:.2f}x); first token {d.ttft_ms:,.0f} ms incl. "
+                              f"{d.kv_transfer_ms:.1f} ms of KV transfer"),
+            "disaggregated_gain": round(d.gain, 4),
+            "disaggregated_tokens_per_s_per_accelerator": round(d.tokens_per_s_per_accelerator, 4),
+            "disaggregated_ttft_ms": round(d.ttft_ms, 4)}
 
 
 def _not_fitting(m, acc, wl, count) -> dict:

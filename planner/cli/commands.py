@@ -221,6 +221,10 @@ def estimate_cmd(
     method: str = typer.Option("lora", "--method", help="full, lora or qlora (finetune)"),
     tokens: float = typer.Option(1e8, "--tokens", min=1, max=1e16, help="training tokens (finetune/pretrain)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: vLLM's rules)"),
+    layout: Optional[str] = typer.Option(None, "--layout", help="tp (default) or ep-dp: an MoE served with expert "
+                                                                "parallelism and data-parallel attention"),
+    disaggregated: bool = typer.Option(False, "--disaggregated", help="also size separate prefill and decode pools "
+                                                                      "and compare them with aggregated serving"),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json"),
     catalog: Optional[List[Path]] = CatalogOpt,
 ):
@@ -228,7 +232,8 @@ def estimate_cmd(
     from planner.app.estimate import EstimateRequest, run_estimate
 
     req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
-                          batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine)
+                          batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
+                          disaggregated)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
     if fmt == Format.json:
         typer.echo(tables.to_json(result), nl=False)

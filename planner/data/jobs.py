@@ -33,6 +33,9 @@ class Workload:
     output_tokens: int = 256
     context_tokens: int | None = None
     """KV reserved per sequence; default input + output."""
+    attention_dp: bool = False
+    """How a replica of an MoE over several ranks is laid out: False, tensor-parallel attention and
+    experts; True, expert parallelism with data-parallel attention (physics.moe)."""
 
     @property
     def kv_tokens(self) -> int:

@@ -95,7 +95,9 @@ class Placement(Part):
         "where users_per_replica, tokens_per_s_per_user and ttft_s come from: measured (rows of a "
         "measurements CSV for this model, system, TP and precision) or modelled (the physics model); serving only")
     basis_note: str = absent("where the measurements come from (measured), or why they do not apply here "
-                             "(modelled: outside the measured request sizes)")
+                             "(modelled: outside the measured request sizes); for an MoE laid out as expert "
+                             "parallelism with data-parallel attention, 'modelled as expert parallelism EP<n> "
+                             "...' (physics.moe), else tensor parallelism")
     pool: str = absent("the pool whose replicas this part shares (policy.pool_jobs): replicas are the pool's "
                        "on this configuration and offer, shared with the parts listed in the plan's pools")
     replica_load: float = absent("replicas' worth of capacity this part's load takes of the pool's replicas "

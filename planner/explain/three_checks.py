@@ -14,7 +14,7 @@ import math
 from planner.data import jobs
 from planner.data.money import unit_cost_text
 from planner.options import build as options
-from planner.physics import serving, training
+from planner.physics import disagg, serving, training
 
 ENGINES = {"cuda": "vLLM or TensorRT-LLM", "rocm": "vLLM (ROCm) or SGLang", "xla": "vLLM-TPU or JetStream",
            "neuron": "NxD Inference (vLLM on Neuron)", "gaudi": "vLLM-gaudi", "metal": "MLX or llama.cpp"}
@@ -84,8 +84,13 @@ def _reason(p: dict, job, shared: str) -> str:
                                    "for more)"}.get(p["binding"], f"{p['binding']} binds")
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
-        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} (TP{p['tensor_parallel']} "
-                f"PP{p['pipeline_parallel']}){shared}: {weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of "
+        note = str(p.get("basis_note", ""))
+        pools = disagg.parse_note(note)
+        split = (f"EP{p['tensor_parallel']} with data-parallel attention" if note.startswith(options.LAYOUT_NOTE)
+                 else f"{pools[0]}x TP{pools[1]} prefill + {pools[2]}x TP{pools[3]} decode, disaggregated"
+                 if pools else f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}")
+        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}){shared}: {weights:,.1f} GiB "
+                f"weights + {kv:,.1f} GiB KV = {used:,.1f} of "
                 f"{cap:,.1f} GiB; {binds} at {p['users_per_replica']:,} users per replica: "
                 f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
                 f" ({p['regime']}-bound){ttft}{limit}")

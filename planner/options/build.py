@@ -8,6 +8,8 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 
 from __future__ import annotations
 
+import dataclasses
+
 from planner.data.catalog import Catalog, System
 from planner.data.jobs import (  # noqa: F401
     demands_of,
@@ -20,6 +22,7 @@ from planner.data.scenario import (
     EdgeJob,
     Scenario,
 )
+from planner.options import disagg as disagg_options
 from planner.options import measured
 from planner.options.api import api_options
 from planner.options.eligibility import (
@@ -29,7 +32,7 @@ from planner.options.eligibility import (
     kind_phrase,
 )
 from planner.options.types import BatchOption, Demand, EdgeOption, Options, ServeOption
-from planner.physics import serving, training
+from planner.physics import moe, serving, training
 
 MAX_TP_DENSE = 16
 MAX_TP_MOE = 64
@@ -38,10 +41,6 @@ BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run
 
 
 # --- serving ------------------------------------------------------------------------------------
-
-
-
-
 
 def replica_slots(replica: int, system: System) -> float | None:
     """Owned accelerators one replica occupies: a replica inside a system wastes the remainder
@@ -70,6 +69,32 @@ def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_t
     return batch, limit, est
 
 
+def _probe_layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
+                   cache: dict | None, engine: str | None):
+    """(batch, limit, estimate, workload) of the better layout of one TP x PP split: plain tensor
+    parallelism, or, for an MoE over more than one rank on one stage, expert parallelism with
+    data-parallel attention (physics.moe) when it serves more users (or as many, faster)."""
+    best = (*_probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine), wl)
+    if pp == 1 and moe.applies(m, tp) and not wl.attention_dp:
+        dp = dataclasses.replace(wl, attention_dp=True)
+        alt = (*_probe(m, acc, dp, tp, pp, min_tps, max_ttft, cache, engine), dp)
+        if alt[0] >= 1 and (alt[0], alt[2].tokens_per_s_per_user) > (
+                best[0], best[2].tokens_per_s_per_user if best[2] is not None else 0.0):
+            best = alt
+    return best
+
+
+def layout_note(m, wl: serving.Workload, tp: int) -> str:
+    """The basis note of a serving option laid out other than as plain tensor parallelism."""
+    if not (wl.attention_dp and moe.applies(m, tp)):
+        return ""
+    return (f"{LAYOUT_NOTE} EP{tp} with data-parallel attention: each rank holds the KV of its own "
+            f"sequences (not a copy of the whole cache) and all weights but the routed experts")
+
+
+LAYOUT_NOTE = moe.NOTE
+
+
 def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
                   demand: str, cache: dict | None = None,
                   engine: str | None = None) -> tuple[list[ServeOption], str]:
@@ -93,14 +118,14 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                                f"({system.kind}, no scale-out fabric)")
                 break
             if slots is not None:
-                batch, limit, est = _probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+                batch, limit, est, used = _probe_layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
                     binding = "memory" if limit == "memory" else (
                         "batch-cap" if limit == "batch-cap" else est.regime)
                     found.append(ServeOption(
                         demand, system.id, acc.id, tp, pp, tp * pp, slots, batch, est.tokens_per_s_per_user,
                         est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
-                        est.weights_gb, est.kv_gb, binding, est.regime))
+                        est.weights_gb, est.kv_gb, binding, est.regime, basis_note=layout_note(m, used, tp)))
                 else:
                     reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine))
                 if limit != "memory" and pp >= 2:
@@ -303,8 +328,13 @@ def _demand_reason(acc_id: str, dk: str, cat: Catalog, opts: Options) -> str:
 
 def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = None):
     if d.kind == "serve":
-        return serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache,
-                             getattr(job, "engine", None))
+        engine = getattr(job, "engine", None)
+        got, why = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key, cache, engine)
+        if d.pool is not None:  # a pool shares replicas of one split
+            return got, why
+        split = disagg_options.configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key,
+                                       got, replica_slots, engine)
+        return (_pareto(got + split), "") if split else (got, why)
     if d.kind == "batch":
         r = d.train
         return batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,

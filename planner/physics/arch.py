@@ -217,6 +217,15 @@ def weight_bytes(m: Model, precision: str, non_expert_precision: str | None = No
             + pc["embedding"] * EMBEDDING_BYTES_PER_PARAM)
 
 
+def replicated_bytes_under_attention_dp(m: Model, precision: str,
+                                        non_expert_precision: str | None = None) -> float:
+    """Bytes every rank holds whole when an MoE runs data-parallel attention with expert-parallel
+    routed experts: all weights but the routed experts (attention, dense MLPs, shared experts,
+    routers, embedding and lm head)."""
+    routed = _routed_expert_params(m) * bytes_per_param(precision)
+    return weight_bytes(m, precision, non_expert_precision) - routed
+
+
 def _tp_extra_copies(m: Model, tp: int) -> int:
     """Parameters held more than once across a tensor-parallel group of `tp` ranks (the extra
     copies, beyond the first): routers (replicated on every rank); for GQA the k/v projections

@@ -41,10 +41,18 @@ class Calibration:
     """Runtime reserve per accelerator: CUDA context, workspace (aiconfigurator other_mem 3.5 GB)."""
     max_batch: int = 1024
     """Largest batch a serving engine schedules (vLLM max_num_seqs, TRT-LLM max batch)."""
+    admission_us_per_prompt_token: float = 6.0
+    """Microseconds a request's first token waits per prompt token of each *other* client in a
+    closed loop (planner.physics.ttft): clients that finished together send together, and their
+    prompts are admitted one after another ahead of this one. Fitted on the NIM TTFT-vs-concurrency
+    rows, where the wait per other client's prompt token is the same in seconds on Llama 8B TP1 and
+    Llama 70B TP2 (5-15 us) although their GPU prefill rates differ five-fold: the queue is not
+    the GPU's prefill but the serving front end's admission (tokenisation, request set-up)."""
     prefill_queue_fraction: float = 0.25
-    """Share of the other clients' prompts a new prompt queues behind in a closed loop of B
-    clients (planner.physics.step.clump_tokens): 0 = evenly spread arrivals, 1/2 = clients fully
-    synchronised and served first come, first served. Fitted on the NIM TTFT-vs-concurrency rows."""
+    """Share of the other clients' prompts that share a mixed step with a request's own prompt in
+    the steady state of a closed loop of B clients (planner.physics.step.clump_tokens, the chunk
+    size behind TPOT): 0 = one prompt per chunk, 1/2 = half the loop's prompts together. Fitted
+    on the TPOT and throughput rows (the loaded-TTFT rows fit admission_us_per_prompt_token)."""
     overhead_vllm: float = 1.0
     """vLLM's fixed step cost over the base (TensorRT-LLM) layer_overhead_us; fitted on the vLLM rows."""
     overhead_sglang: float = 1.0

@@ -85,7 +85,7 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     cal = cal or default()
     engines.get(engine)  # ValueError for an unknown engine
     batch = max(int(batch), 1)
-    weights = weights_per_acc(m, wl.precision, tp, pp)
+    weights = weights_per_acc(m, wl.precision, tp, pp, wl.attention_dp)
     kv_seq = kv_per_seq_per_acc(m, wl, tp, pp)
     reserve = reserve_per_acc(tp, pp, cal)
     capacity = mem_bytes_per_acc(acc)
@@ -121,7 +121,8 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
     what limits it: memory, batch-cap, latency or ttft). Batch 0 means not even one fits or meets
     the targets. Step time and loaded TTFT grow with batch, so a binary search finds the edge."""
     cal = cal or default()
-    cap = min(max_batch_by_memory(m, acc, wl, tp, pp, cal), cal.max_batch)
+    engine_cap = step.batch_cap(m, wl, tp, cal)
+    cap = min(max_batch_by_memory(m, acc, wl, tp, pp, cal), engine_cap)
     if cap < 1:
         return 0, "memory"
 
@@ -137,7 +138,7 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
     if not speed_ok(1):
         return 0, "latency"
     if speed_ok(cap) and ttft_ok(cap):
-        return cap, "memory" if cap < cal.max_batch else "batch-cap"
+        return cap, "memory" if cap < engine_cap else "batch-cap"
     lo, hi = 1, cap  # ok(lo), not ok(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
 from planner.data.jobs import Workload  # noqa: F401  (the request shape the physics reads)
-from planner.physics import arch, engines
+from planner.physics import arch, engines, moe
 from planner.physics.calibration import Calibration, default
 
 GB = 1e9
@@ -70,12 +70,22 @@ def achievable_flops(acc: Accelerator, precision: str) -> float:
     return acc.peak_tflops(precision) * 1e12 * (acc.mamf_bf16_fraction or DEFAULT_MAMF)
 
 
-def weights_per_acc(m: Model, precision: str, tp: int, pp: int) -> float:
+def dp_layout(m: Model, wl: Workload, tp: int) -> bool:
+    """The replica runs expert parallelism with data-parallel attention (physics.moe)."""
+    return wl.attention_dp and moe.applies(m, tp)
+
+
+def weights_per_acc(m: Model, precision: str, tp: int, pp: int, attention_dp: bool = False) -> float:
+    if attention_dp and moe.applies(m, tp):
+        return moe.weight_bytes_per_rank(m, precision, tp, pp)
     return arch.weight_bytes_per_rank(m, precision, tp, pp)
 
 
 def kv_per_seq_per_acc(m: Model, wl: Workload, tp: int, pp: int) -> float:
-    return arch.kv_bytes_for_sequence(m, wl.kv_precision, wl.kv_tokens) / (arch.kv_shards(m, tp) * pp)
+    """KV bytes of one sequence per accelerator: split over the KV heads tensor parallelism
+    shards (arch.kv_shards), or, with data-parallel attention, over all ranks by sequence."""
+    shards = tp if dp_layout(m, wl, tp) else arch.kv_shards(m, tp)
+    return arch.kv_bytes_for_sequence(m, wl.kv_precision, wl.kv_tokens) / (shards * pp)
 
 
 def reserve_per_acc(tp: int, pp: int, cal: Calibration) -> float:
@@ -93,9 +103,11 @@ def mem_bytes_per_acc(acc: Accelerator) -> float:
     return acc.memory_gb * GIB
 
 
-def _kv_room(m: Model, acc: Accelerator, precision: str, tp: int, pp: int, cal: Calibration) -> float:
+def _kv_room(m: Model, acc: Accelerator, precision: str, tp: int, pp: int, cal: Calibration,
+             attention_dp: bool = False) -> float:
     """Bytes per accelerator the engine gives the KV cache (<= 0: the weights do not fit)."""
-    free = mem_bytes_per_acc(acc) - reserve_per_acc(tp, pp, cal) - weights_per_acc(m, precision, tp, pp)
+    free = (mem_bytes_per_acc(acc) - reserve_per_acc(tp, pp, cal)
+            - weights_per_acc(m, precision, tp, pp, attention_dp))
     return free * cal.mem_util if free > 0 else free
 
 
@@ -104,10 +116,17 @@ def max_batch_by_memory(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: i
     """Most sequences whose KV fits beside the weights (0: the weights alone do not fit):
     mem_util x (capacity - reserve - weights) // KV bytes per sequence on this accelerator."""
     cal = cal or default()
-    room = _kv_room(m, acc, wl.precision, tp, pp, cal)
+    room = _kv_room(m, acc, wl.precision, tp, pp, cal, wl.attention_dp)
     if room <= 0:
         return 0
     return int(room // kv_per_seq_per_acc(m, wl, tp, pp))
+
+
+def batch_cap(m: Model, wl: Workload, tp: int, cal: Calibration) -> int:
+    """Largest batch the engine schedules on one replica: Calibration.max_batch per scheduler, and
+    with data-parallel attention every rank schedules its own sequences (TRT-LLM max_batch_size
+    and SGLang's running requests are per attention-DP rank)."""
+    return cal.max_batch * (tp if dp_layout(m, wl, tp) else 1)
 
 
 def token_seconds_per_layer(m: Model, tp: int, cal: Calibration) -> float:
@@ -139,10 +158,14 @@ def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: f
     uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
     bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
     d = max(decodes, 0.0)
-    weight_read = arch.active_weight_bytes(m, wl.precision, batch=max(1, round(d + prompt)), tp=tp)
+    dp = dp_layout(m, wl, tp)
+    tokens_in = max(1, round(d + prompt))
+    weight_read = (moe.step_weight_read(m, wl.precision, tokens_in, tp) if dp
+                   else arch.active_weight_bytes(m, wl.precision, batch=tokens_in, tp=tp))
     weight_read = weight_read * uneven + ((pp - 1) * _lm_head_bytes(m) if pp > 1 else 0.0)
-    # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas
-    kv_read = d * arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context)) * tp / arch.kv_shards(m, tp)
+    # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas (none under DP attention)
+    kv_read = d * arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context))
+    kv_read *= 1.0 if dp else tp / arch.kv_shards(m, tp)
     t_mem = (weight_read + kv_read * uneven) / (group * bw)
     peak = achievable_flops(acc, wl.precision)
     flops_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context)
@@ -152,7 +175,9 @@ def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: f
     layers = stage_layers(m, pp)
     tokens = d + prompt
     t_comm = 0.0
-    if tp > 1:
+    if dp:
+        t_comm = moe.all_to_all_s(m, tokens, tp, layers, link.gbps, cal.link_efficiency, cal.allreduce_latency_us)
+    elif tp > 1:
         per_token = 2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB)
         t_comm = 2 * layers * cal.allreduce_latency_us * 1e-6 + tokens * per_token
     if pp > 1:  # the send to the next stage
@@ -179,11 +204,19 @@ def prompt_budget(acc: Accelerator, decodes: float, engine: str | None) -> float
     return float(total) if eng.prefill_first else max(total - decodes, total / 8)
 
 
+def admission_wait_s(wl: Workload, batch: int, cal: Calibration) -> float:
+    """Seconds a request waits to be admitted in a closed loop of `batch` clients: the serving
+    front end admits the prompts that arrive together one after another, at
+    admission_us_per_prompt_token for each prompt token of the other batch - 1 clients
+    (Calibration.admission_us_per_prompt_token says where the figure comes from)."""
+    return cal.admission_us_per_prompt_token * 1e-6 * wl.input_tokens * max(batch - 1, 0)
+
+
 def clump_tokens(wl: Workload, batch: int, cal: Calibration) -> float:
-    """Prompt tokens that reach the engine together in a closed loop of `batch` clients: the
-    request's own prompt plus prefill_queue_fraction of the other clients' prompts (clients that
-    start together and finish together arrive together; 0 would be evenly spread arrivals, 1/2 a
-    fully synchronised loop served first come, first served)."""
+    """Prompt tokens that share the steady state's mixed steps in a closed loop of `batch` clients
+    (the chunk behind TPOT): a request's own prompt plus prefill_queue_fraction of the other
+    clients' prompts. A request's own TTFT does not queue behind these at the GPU (physics.ttft:
+    its wait is the front end's admission, admission_wait_s)."""
     return wl.input_tokens * (1 + cal.prefill_queue_fraction * max(batch - 1, 0))
 
 

@@ -6,12 +6,16 @@ each sending its next request as soon as the previous one ends; TTFT is the mean
 request to its first token, queueing in the engine included (vLLM issue #4252).
 
 Within the engine's batch (B <= the memory/engine cap), with chunked prefill (§C):
-    ahead   = the prompt tokens that arrive with this one (step.clump_tokens: its own prompt plus
-              prefill_queue_fraction x (B - 1) other prompts)
+    admit   = step.admission_wait_s: the clients that finished together send together, and the
+              serving front end admits their prompts one after another, admission_us_per_prompt_token
+              x s_in x (B - 1) (the wait in seconds per other client's prompt token is the same on
+              the NIM Llama 8B TP1 and 70B TP2 rows although their GPU prefill rates differ
+              five-fold, so it is not the GPU's queue: reference/serving-benchmarks.md §B)
     budget  = prompt tokens per step beside the B - 1 running decodes (step.prompt_budget)
-    n       = max(1, ahead / budget) steps of prefill, each a mixed step of one stage carrying
-              min(budget, ahead) prompt tokens beside (B - 1)/PP decodes
-    TTFT    = (B - 1)/B x half a decode step (the step in flight when it arrives)
+    n       = max(1, s_in / budget) steps of prefill, each a mixed step of one stage carrying
+              min(budget, s_in) prompt tokens beside (B - 1)/PP decodes (admitted one at a time,
+              a request's prompt does not queue behind the others' at the GPU)
+    TTFT    = admit + (B - 1)/B x half a decode step (the step in flight when it arrives)
               + (n + PP - 1) x that mixed stage time
 A prompt never splits across pipeline stages: its chunks pass the stages in turn, so one chunk
 takes PP stage times (the whole model on TP accelerators), and n chunks pipeline behind it.
@@ -34,7 +38,7 @@ from planner.physics.calibration import Calibration, default
 def _within(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
             link, cal: Calibration, engine: str | None) -> float:
     others = (batch - 1) / pp
-    ahead = step.clump_tokens(wl, batch, cal)
+    ahead = float(wl.input_tokens)
     budget = step.prompt_budget(acc, others, engine)
     n = max(1.0, ahead / budget)
     chunk = min(budget, ahead)
@@ -44,7 +48,7 @@ def _within(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: i
     if batch > 1:
         pure = step.stage_time(step.parts(m, acc, wl, tp, pp, batch / pp, 0.0, link, cal, engine), engine)
         wait = 0.5 * (batch - 1) / batch * pp * pure
-    return wait + (n + pp - 1) * mixed
+    return step.admission_wait_s(wl, batch, cal) + wait + (n + pp - 1) * mixed
 
 
 def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int = 1,
@@ -53,7 +57,7 @@ def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: in
     the module docstring); batch 1 is one prompt on an idle replica."""
     cal = cal or default()
     batch = max(1, int(batch))
-    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), cal.max_batch)
+    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), step.batch_cap(m, wl, tp, cal))
     if cap < 1 or batch <= cap:
         return _within(m, acc, wl, tp, pp, batch, link, cal, engine)
     t_cap = _within(m, acc, wl, tp, pp, cap, link, cal, engine)

@@ -9,7 +9,7 @@ import math
 from planner.data.catalog import Catalog, Offer
 from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
-from planner.physics import costs, serving, training
+from planner.physics import costs, disagg, moe, serving, training
 from planner.physics.calibration import default as calibration
 from planner.verify.common import (
     EDGE_KINDS,
@@ -56,7 +56,8 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                 or not (part.latency_critical or s.policy.redundancy == "n+1"),
                 f"{where}: marketplace capacity serving a latency-critical or n+1 job")
         tp, pp, reps, upr = p["tensor_parallel"], p["pipeline_parallel"], p["replicas"], p["users_per_replica"]
-        replica = tp * pp
+        pools = disagg.parse_note(p.get("basis_note", ""))  # (n_p, TP_p, n_d, TP_d): prefill + decode pools
+        replica = pools[0] * pools[1] + pools[2] * pools[3] if pools else tp * pp
         v.check("parallelism", tp <= system.scaleup_domain and replica == p["accelerators_per_replica"],
                 f"{where}: TP{tp} exceeds the scale-up domain {system.scaleup_domain} or TPxPP != "
                 f"{p['accelerators_per_replica']}")
@@ -64,16 +65,26 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         if not v.check("parallelism", slot is not None and reps >= 1 and upr >= 1,
                        f"{where}: a replica of {replica} does not tile {system.accelerators}-accelerator systems"):
             continue
-        fit = serving.max_batch_by_memory(m, acc, part.workload, tp, pp)
-        est = serving.estimate(m, acc, part.workload, tp, pp, upr, engine=getattr(job, "engine", None))
-        basis = check_basis(p, part, m, system, s, v, where)
+        wl = part.workload
+        if str(p.get("basis_note", "")).startswith(moe.NOTE):  # EP with data-parallel attention
+            wl = dataclasses.replace(wl, attention_dp=True)
+        fit = serving.max_batch_by_memory(m, acc, wl, tp, pp)
+        est = serving.estimate(m, acc, wl, tp, pp, upr, engine=getattr(job, "engine", None))
+        if pools:  # disaggregated: the unit's users, speed and TTFT (physics.disagg.unit)
+            n_p, tp_p, n_d, tp_d = pools
+            u = disagg.unit(m, acc, wl, tp_p, n_p, tp_d, n_d, part.min_tokens_per_s, engine=getattr(job, "engine", None))
+            fit = u.users if u is not None and tp == tp_d else 0
+            est = dataclasses.replace(est, tokens_per_s_per_user=u.tokens_per_s_per_user if u else 0.0,
+                                      ttft_ms=u.ttft_s * 1e3 if u else float("inf"))
+        basis = None if pools else check_basis(p, part, m, system, s, v, where)
         if basis is not None:  # measured: speed and TTFT from the same rows; memory where the physics fits
             v.check("memory", fit < 1 or upr <= fit, f"{where}: {upr} users per replica, memory holds {fit}")
             est = dataclasses.replace(est, tokens_per_s_per_user=1000.0 / basis[0],
                                       ttft_ms=est.ttft_ms if basis[1] is None else basis[1])
         else:
-            v.check("memory", upr <= fit and upr <= cap_batch,
-                    f"{where}: {upr} users per replica, memory holds {fit} (engine cap {cap_batch})")
+            engine_cap = cap_batch * (tp if wl.attention_dp and m.is_moe and tp > 1 else 1) * (pools[2] if pools else 1)
+            v.check("memory", upr <= fit and upr <= engine_cap,
+                    f"{where}: {upr} users per replica, memory holds {fit} (engine cap {engine_cap})")
         v.check("latency", est.tokens_per_s_per_user >= part.min_tokens_per_s * (1 - TIGHT),
                 f"{where}: {est.tokens_per_s_per_user:.2f} tok/s per user, target {part.min_tokens_per_s:g}")
         v.check("latency", close(est.tokens_per_s_per_user, p["tokens_per_s_per_user"], 0.01, 0.01),
