@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from functools import cached_property
 from dataclasses import dataclass
+from functools import cached_property
 
 from planner.data.constants import DAYS_PER_YEAR
 from planner.data.scenario import EdgeJob, FinetuneJob, PretrainJob, RLJob, ServeJob
