@@ -80,6 +80,10 @@ def test_a_cut_is_said_in_the_text_report_and_on_stderr(monkeypatch, plan_cli):
     assert res.code == 0, res.err
     assert "Cut short by the time limit: the explanations" in res.out
     assert "warning: the time limit cut short the explanations" in res.err
+    for fmt, words in (("markdown", "**Cut short by the time limit:** the explanations"),
+                       ("html", "Cut short by the time limit: the explanations")):
+        res = plan_cli(SCENARIOS / "bank.yaml", "--quiet", "--format", fmt)
+        assert res.code == 0 and words in res.out, (fmt, res.err)
 
 
 def test_multi_year_explanations_are_cut_short_the_same_way(monkeypatch):

@@ -124,6 +124,8 @@ def plan_markdown(plan: dict) -> str:
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")
     lines += _explanation_lines(plan, True)
+    if plan["solver"].get("cut_short"):
+        lines += ["", "**Cut short by the time limit:** " + "; ".join(plan["solver"]["cut_short"]) + "."]
     return "\n".join(lines).rstrip() + "\n"
 
 
