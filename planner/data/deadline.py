@@ -28,10 +28,10 @@ and verifying it, which always run."""
 class Budget:
     """Seconds for the whole command, the step under way (for progress) and the cuts so far."""
 
-    def __init__(self, seconds: float, clock=time.monotonic):
+    def __init__(self, seconds: float, clock=time.monotonic, start: float | None = None):
         self.seconds = float(seconds)
         self.clock = clock
-        self.start = clock()
+        self.start = clock() if start is None else start
         self.step = ""
         self.cuts: list[str] = []
         self._lock = threading.Lock()
@@ -58,13 +58,13 @@ _CURRENT: list[Budget] = []
 
 
 @contextmanager
-def budget(seconds: float | None):
-    """Open a budget of `seconds` for the block (None or inf: no budget); inside an open budget,
-    the block shares it."""
+def budget(seconds: float | None, start: float | None = None):
+    """Open a budget of `seconds` for the block (None or inf: no budget), counted from `start`
+    (time.monotonic(); default now); inside an open budget, the block shares it."""
     if _CURRENT or seconds is None or not math.isfinite(seconds):
         yield current()
         return
-    b = Budget(seconds)
+    b = Budget(seconds, start=start)
     _CURRENT.append(b)
     try:
         yield b
