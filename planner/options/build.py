@@ -257,9 +257,12 @@ def build(s: Scenario, cat: Catalog) -> Options:
             policy_reasons[acc_id] = _policy_reason(acc_id, cat, opts)
         return policy_reasons[acc_id]
 
+    budget = deadline.current()
     for done, d in enumerate(demands):
         if deadline.left() <= 0:
             raise SolverError(_out_of_time(done, len(demands)))
+        if budget is not None and budget.step.startswith("options"):  # progress: the plan's own build
+            budget.step = f"options, {done:,} of {len(demands):,} job parts"
         opts.demands[d.key] = d
         job = jobs[d.job]
         m = cat.models[job.model]
