@@ -142,3 +142,25 @@ def test_the_budget_is_the_scenario_time_limit_without_the_flag(plan_cli, tmp_pa
 def test_no_budget_means_no_limit(seconds):
     with deadline.budget(seconds) as b:
         assert b is None and deadline.left() == float("inf") and deadline.cuts() == []
+
+
+def test_a_shortlisted_plan_short_of_time_skips_the_full_bound_and_is_not_called_optimal(monkeypatch):
+    """Less than half the limit left after the options and the model: the full model's LP bound
+    (milp/prune.py) is left out so that the search gets the time; the plan says so and is feasible,
+    gap unknown, never 'optimal'. bank.yaml is shortlisted here by lowering the pruning threshold."""
+    from planner.options import shortlist
+
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 10)
+    build = planning.model.build
+
+    def build_with_most_time_gone(*args, **kwargs):
+        fm = build(*args, **kwargs)
+        b = deadline.current()
+        b.start = b.clock() - 0.6 * b.seconds  # 60% of the limit spent: 35% left
+        return fm
+
+    monkeypatch.setattr(planning.model, "build", build_with_most_time_gone)
+    plan = planning.make_plan(_bank(), explain=False)
+    assert plan["solver"]["pairs_pruned"] > 0
+    assert plan["solver"]["cut_short"] == [planning.CUTS["bound"]]
+    assert plan["status"] == "feasible" and plan["solver"]["gap"] is None

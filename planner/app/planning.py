@@ -25,8 +25,13 @@ from planner.milp.readout_years import read_multiyear
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
 
+BOUND_SHARE = 0.5
+"""A shortlisted model's full LP bound (milp/prune.py: the whole model built and relaxed, about as
+long as the options build on 500 jobs) is left out when less than this share of the time limit is
+left after the options and the model: the search gets the time, the plan says it was cut."""
+
 CUTS = {"solve": "the MILP search (the plan is the best found in time: feasible, not proven optimal)",
-        "bound": "the full model's LP bound (the shortlisted plan's gap is unknown)",
+        "bound": "the full model's LP bound (the shortlisted plan is not proven optimal; its gap is unknown)",
         "explanations": "the explanations (the prices, why-not bounds and re-planned alternatives the "
                         "time left could not cover are missing)",
         "diagnosis": "the diagnosis", "gap": "the LP re-solve that bounds the solver's gap"}
@@ -64,7 +69,11 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     deadline.step("solve")
     fm = model.build(s, cat, opts)
     bound = None
-    if fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
+    b = deadline.current()
+    if fm.pairs_pruned and b is not None and b.left() < BOUND_SHARE * b.seconds:
+        deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
+        bound = prune.FullBound(None, {}, 0)
+    elif fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
         deadline.step("bound")
         bound = prune.full_model_bound(fm)
         deadline.step("solve")
