@@ -37,6 +37,10 @@ years (11^19, about 6e19) made the MILP's numbers so far apart that CBC called a
 infeasible and the diagnosis found nothing to relax."""
 
 
+def _times(factor: float) -> str:
+    return f"{factor:,.0f}" if factor < 1e6 else f"{factor:.3g}"
+
+
 def check_multiyear(s: Scenario) -> None:
     """Per-year settings that only make sense against the horizon; every problem at once (exit 2)."""
     problems = []
@@ -52,7 +56,7 @@ def check_multiyear(s: Scenario) -> None:
                 demand_factor(j, peak) > MAX_DEMAND_FACTOR:
             key = "demand_multipliers" if j.demand_multipliers else "growth_per_year"
             problems.append(Problem(
-                f"year {peak}'s demand would be {demand_factor(j, peak):,.3g} times the stated size "
+                f"year {peak}'s demand would be {_times(demand_factor(j, peak))} times the stated size "
                 f"(at most {MAX_DEMAND_FACTOR:,} is planned: beyond it the numbers are too far apart for the solver)",
                 f"jobs.{i}.{key} ({j.name})",
                 f"lower {key} or horizon_years, or plan the later years as a scenario of their own"))
