@@ -118,7 +118,8 @@ def scale(tmp: Path, seed: int) -> None:
         plan = json.loads(r.stdout) if r.returncode == 0 else None
         line(f"{n} jobs, limit 60 s (full)", wall, plan, r.returncode)
         if plan is None:
-            print(f"{'':<34} {(r.stderr.strip().splitlines() or [''])[-1][:140]}", flush=True)
+            said = [x for x in r.stderr.strip().splitlines() if not x.startswith("planning ")] or [""]
+            print(f"{'':<34} {said[0][:170]}", flush=True)
         else:
             cut = plan["solver"].get("cut_short") or ["nothing"]
             print(f"{'':<34} cut short: {'; '.join(c.split(' (')[0] for c in cut)}", flush=True)
