@@ -52,10 +52,12 @@ def require_solution(res: SolveResult, s: Scenario) -> None:
     """Exit 4 unless the solver returned a plan (infeasibility is diagnosed by the caller)."""
     b = deadline.current()
     if not res.ok and b is not None and "solve" in b.cuts:
-        raise SolverError(f"no plan within the time limit of {b.seconds:g} s: the solver found no feasible "
-                          f"plan in the {res.seconds:.1f} s left after {b.elapsed() - res.seconds:.1f} s of "
-                          "building the options and the model.\n    To fix: raise --time-limit (or "
-                          "solver.time_limit_s in the scenario), or split the scenario")
+        ran = (f"the solver found no feasible plan in the {res.seconds:.1f} s left" if res.seconds >= 0.05
+               else "no time was left for the solver")
+        raise SolverError(f"no plan within the time limit of {b.seconds:g} s: {ran} after "
+                          f"{b.elapsed() - res.seconds:.1f} s of building the options and the model.\n"
+                          "    To fix: raise --time-limit (or solver.time_limit_s in the scenario), or split the "
+                          "scenario")
     if not res.ok:
         raise SolverError(f"no plan within the solver's limits (status: {res.status}).\n"
                           f"    To fix: raise solver.time_limit_s (now {s.solver.time_limit_s:g} s) "
