@@ -1,6 +1,6 @@
 """Fuzz the planner end to end: generated scenarios, half valid and half invalid (not part of CI).
 
-    python benchmarks/fuzz.py --n 2000 --seed 1 [--workers 2] [--subprocess 20]
+    python benchmarks/fuzz.py --n 2000 --seed 1 [--workers 2] [--subprocess 20] [--start 0]
 
 A valid scenario must end in a verified plan (exit 0) or a diagnosed infeasibility (exit 3); exit 4
 (no plan within the per-scenario time limit) is counted and shown. An invalid one must end in exit 2.
@@ -8,6 +8,8 @@ Every plan passes the independent verifier inside the pipeline, so a verifier fa
 Scenarios run in-process (worker processes, for speed); --subprocess more run through the real
 `python -m planner` command line, to check the process boundary too. Prints the exit-code counts,
 tracebacks, verifier failures, wrong exit codes and the wall time; exits 1 if any of those is found.
+Each problem is also printed on stderr as it is found. --start splits a long run into parts that
+report one by one: `--start 0 --n 1000`, `--start 1000 --n 1000`, ... are the cases of `--n 2000`.
 """
 
 from __future__ import annotations
@@ -61,15 +63,16 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=2000, help="scenarios to generate")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--time-limit", type=float, default=5.0, help="solver seconds per scenario")
+    ap.add_argument("--time-limit", type=float, default=5.0, help="wall-clock seconds per scenario (the plan's whole budget)")
     ap.add_argument("--subprocess", type=int, default=20, help="of the scenarios, run this many via the CLI")
+    ap.add_argument("--start", type=int, default=0, help="index of the first case (to run a long fuzz in parts)")
     args = ap.parse_args()
 
     start = time.perf_counter()
     counts: collections.Counter = collections.Counter()
     problems: list[str] = []
     slowest: list[tuple[float, int]] = []
-    jobs = [(args.seed, i, args.time_limit) for i in range(args.n)]
+    jobs = [(args.seed, i, args.time_limit) for i in range(args.start, args.start + args.n)]
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
         for i, kind, code, message, seconds in pool.imap_unordered(run_case, jobs, chunksize=4):
             counts[(kind, code)] += 1
@@ -80,16 +83,18 @@ def main() -> int:
                 problems.append(f"case {i} ({kind}): TRACEBACK\n{message}")
             elif code not in EXPECTED[kind]:
                 problems.append(f"case {i} ({kind}): exit {code}: {message[:2000]}")
+            if code == -1 or code not in EXPECTED[kind]:
+                print(f"PROBLEM {problems[-1]}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(min(args.subprocess, args.n)):
+        for i in range(args.start, args.start + min(args.subprocess, args.n)):
             _, kind, code, message = run_cli(args.seed, i, Path(tmp))
             counts[(f"{kind} (cli)", code)] += 1
             if code == -1 or code not in EXPECTED[kind]:
                 problems.append(f"cli case {i} ({kind}): exit {code}: {message[:2000]}")
     wall = time.perf_counter() - start
 
-    print(f"fuzz: {args.n} scenarios (seed {args.seed}), {args.workers} workers, "
-          f"{args.time_limit:g} s solver limit, {wall:.0f} s wall")
+    print(f"fuzz: {args.n} scenarios from case {args.start} (seed {args.seed}), {args.workers} workers, "
+          f"{args.time_limit:g} s limit per scenario, {wall:.0f} s wall")
     print("exit-code counts:")
     for (kind, code), n in sorted(counts.items()):
         print(f"  {kind:15s} exit {code:2d}: {n}")

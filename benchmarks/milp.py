@@ -1,6 +1,6 @@
 """The MILP core against issue 11's targets, on this machine; prints one line per run.
 
-    python benchmarks/milp.py [--only shipped|nplus1|large|bank] [--repeat 3]
+    python benchmarks/milp.py [--only shipped|nplus1|large|bank|scale] [--repeat 3]
 
 shipped  every shipped scenario with N+1 switched on where it is off: status, gap, seconds (one
          that N+1 takes over its budget, exit 3, also planned without the budget)
@@ -10,6 +10,9 @@ large    60 and 200 generated jobs (7B-120B serving and LoRA, every acquisition 
          --explain none: wall time, status, the gap the plan reports and pairs left out
 bank     `plan scenarios/bank.yaml` (explanations full) against `python -c "import pandas, pulp,
          pydantic, typer"`, interleaved, best of --repeat
+scale    500 and 2,000 generated jobs (as large), explanations full, solver.time_limit_s 60: the whole
+         command's wall time against that limit (issue 16: it bounds options, solve and explanations
+         together), the exit code, status and gap, and what the limit cut short
 Every plan is planned by the installed `plan` command in a fresh process, as a user would.
 """
 
@@ -108,6 +111,26 @@ def large(tmp: Path, seed: int) -> None:
         line(f"{n} jobs, every mode (none)", *run_plan(write(tmp, f"large-{n}", body), "--explain", "none"))
 
 
+def scale(tmp: Path, seed: int) -> None:
+    for n in (500, 2000):
+        body = {"name": f"scale-{n}", "site": {"kind": "datacenter"},
+                "policy": {"acquisition": ["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]},
+                "solver": {"time_limit_s": 60, "gap": 0.01}, "jobs": jobs(n, seed)}
+        path = write(tmp, f"scale-{n}", body)
+        start = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "planner", str(path), "--format", "json", "--quiet"],
+                           capture_output=True, text=True, cwd=ROOT)
+        wall = time.perf_counter() - start
+        plan = json.loads(r.stdout) if r.returncode == 0 else None
+        line(f"{n} jobs, limit 60 s (full)", wall, plan, r.returncode)
+        if plan is None:
+            said = [x for x in r.stderr.strip().splitlines() if not x.startswith("planning ")] or [""]
+            print(f"{'':<34} {said[0][:170]}", flush=True)
+        else:
+            cut = plan["solver"].get("cut_short") or ["nothing"]
+            print(f"{'':<34} cut short: {'; '.join(c.split(' (')[0] for c in cut)}", flush=True)
+
+
 def bank(repeat: int) -> None:
     imports, plans = [], []
     for _ in range(repeat):
@@ -121,7 +144,7 @@ def bank(repeat: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["shipped", "nplus1", "large", "bank"])
+    ap.add_argument("--only", choices=["shipped", "nplus1", "large", "bank", "scale"])
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
@@ -135,6 +158,8 @@ def main() -> int:
             nplus1(tmp, a.seed)
         if a.only in (None, "large"):
             large(tmp, a.seed)
+        if a.only in (None, "scale"):
+            scale(tmp, a.seed)
     return 0
 
 

@@ -123,6 +123,17 @@ def test_an_allowed_acquisition_mode_without_any_offer_is_warned_about(plan_cli,
     assert "warning" not in plan_cli("validate", _scenario(tmp_path, "{accelerators: [h100-sxm]}")).err
 
 
+def test_the_acquisition_warning_reads_policy_regions(plan_cli, tmp_path):
+    # reserved-3y is sold in the us only: allowed there, a mode no offer sells in the eu
+    eu = plan_cli("validate", _scenario(tmp_path, "{acquisition: [on-demand, reserved-3y], regions: [eu]}"))
+    assert eu.code == 0, eu.err
+    warning = [line for line in eu.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "allows reserved-3y, but no offer sells reserved-3y" in warning[0], eu.err
+    assert "regions (eu)" in warning[0], eu.err
+    us = plan_cli("validate", _scenario(tmp_path, "{acquisition: [on-demand, reserved-3y], regions: [us]}"))
+    assert us.code == 0 and "warning" not in us.err, us.err
+
+
 def test_estimate_reads_ids_with_capitals_too(plan_cli):
     res = plan_cli("estimate", "--model", "Llama-3.1-8B", "--accelerator", "H100-SXM", "--format", "json")
     assert res.code == 0, res.err

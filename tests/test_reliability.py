@@ -246,3 +246,27 @@ def test_csv_export_escapes_formula_cells(tmp_path, plan_cli):
     cells = [c for r in csv.reader(io.StringIO(res.out)) for c in r]
     assert "'=HYPERLINK(\"http://x\",\"click\")" in cells
     assert not any(c.startswith(("=", "+", "@")) for c in cells)
+
+
+def test_demand_grown_beyond_a_thousandfold_is_an_input_error_not_contradictory_advice(tmp_path, plan_cli):
+    def grow(rate, years):
+        def change(d):
+            d["horizon_years"] = years
+            d["jobs"][0]["growth_per_year"] = rate
+            d["budget"] = {"usd_per_year": 2_000_000}
+        return change
+    res = plan_cli(_scenario(tmp_path, grow(10, 20)), "--quiet")  # 11^19: was exit 3 "found a plan without relaxing"
+    assert res.code == 2, res.err
+    assert _first(res).startswith("error: jobs.0.growth_per_year (assistant): year 20's demand would be 6.12e+19 "
+                                  "times the stated size"), res.err
+    from planner.data.errors import InputError
+    from planner.data.scenario import load_scenario
+    from planner.data.years import check_multiyear
+
+    check_multiyear(load_scenario(_scenario(tmp_path, grow(1.0, 10))))  # 512x over 10 years: planned
+
+    def multipliers(values):
+        return lambda d: (d.update(horizon_years=len(values)), d["jobs"][0].update(demand_multipliers=values))
+    check_multiyear(load_scenario(_scenario(tmp_path, multipliers([1, 1000]))))
+    with pytest.raises(InputError, match="year 2.s demand would be 1,001 times"):
+        check_multiyear(load_scenario(_scenario(tmp_path, multipliers([1, 1001]))))

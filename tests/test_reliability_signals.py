@@ -84,3 +84,23 @@ def test_signal_during_solve_stops_cbc_and_writes_nothing(tmp_path, sig, code, n
     assert not out.exists()
     assert not any(_alive(p) for p in cbc), "the CBC child still runs"
     assert list(tmp.iterdir()) == [], "temporary files left behind"
+
+
+
+def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback():
+    """A SIGINT while the command's imports load (a second or more on a busy machine) ends like one
+    during a solve: exit 130 and one line, not a KeyboardInterrupt traceback."""
+    code = ("import os, signal, sys\n"
+            "class Hook:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'planner.cli.commands':\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Hook())\n"
+            "from planner.cli import main\n"
+            "main(['--version'])\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "interrupted by SIGINT (Ctrl-C) while starting: nothing was done\n"
+    assert done.stdout == ""

@@ -77,8 +77,9 @@ def run_cmd(
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the plan to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds (default: "
-                                                                                  "the scenario's solver.time_limit_s)"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help=(
+        "wall-clock seconds for the whole plan: options, solve and explanations; what it cuts short is "
+        "said (default: the scenario's solver.time_limit_s)")),
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="include the solver's wall-clock seconds; --no-timings makes the "
                                       "output byte-identical from run to run"),
@@ -252,7 +253,7 @@ def sweep_cmd(
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per variant"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="wall-clock seconds per variant (options, solve)"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="local worker processes (default: "
                                                                          "one per CPU)"),
     backend: str = typer.Option("local", "--backend", help="local (processes on this machine) or ray "
@@ -284,7 +285,7 @@ def compare_cmd(
     b: Path = typer.Argument(..., help="the other scenario or plan"),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
     catalog: Optional[List[Path]] = CatalogOpt,
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="solver seconds per plan"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="wall-clock seconds per plan"),
     measurements: Optional[List[Path]] = MeasurementsOpt,
 ):
     """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens. --measurements

@@ -151,6 +151,8 @@ def plan_html(plan: dict) -> str:
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
     body.append(f'<p class="muted">Solved by {_e(s["name"])}{_e(took)} ({s["variables"]} variables, '
                 f'{s["constraints"]} constraints). Prices are dated catalog figures: put your own quotes in.</p>')
+    if s.get("cut_short"):
+        body.append(f'<p class="muted">Cut short by the time limit: {_e("; ".join(s["cut_short"]))}.</p>')
     return _page(f"Hardware plan: {plan['scenario']}", body)
 
 

@@ -2,8 +2,8 @@
 
 On a terminal one line updates in place (elapsed seconds and the current step) and is cleared at
 the end; elsewhere (a pipe, a CI log) a line every few seconds. `--quiet` turns it off. The steps a
-plan goes through are named up front (options, solve, explanations); a caller that knows the
-current one says so with `step()`.
+plan goes through are named up front (options, solve, explanations); the plan's wall-clock budget
+(planner.data.deadline) names the one under way and the limit, or a caller says so with `step()`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
+
+from planner.data import deadline
 
 
 class Ticker:
@@ -52,11 +54,14 @@ class Ticker:
             return
         while not self._stop.is_set():
             elapsed = time.perf_counter() - self._start
-            doing = f" ({self.current})" if self.current else ""
+            b = deadline.current()  # the plan's wall-clock budget names its step and its limit
+            current = (b.step if b is not None and b.step else self.current)
+            doing = f" ({current})" if current else ""
+            of = f" of {b.seconds:g} s" if b is not None else ""
             if self.tty:
-                self._write(f"\r\033[K{self.what}{doing}: {elapsed:.0f} s")
+                self._write(f"\r\033[K{self.what}{doing}: {elapsed:.0f} s{of}")
             else:
-                self._write(f"{self.what}{doing}: {elapsed:.0f} s so far\n")
+                self._write(f"{self.what}{doing}: {elapsed:.0f} s{of} so far\n")
             self.printed += 1
             self._stop.wait(self.every_s)
 

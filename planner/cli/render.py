@@ -118,6 +118,8 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     took = f" in {s['seconds']:.2f} s" if s.get("seconds") is not None else ""
     lines.append(f"Solved by {s['name']}{took} ({s['variables']} variables, "
                  f"{s['constraints']} constraints{gap}).")
+    if s.get("cut_short"):
+        lines.append("Cut short by the time limit: " + "; ".join(s["cut_short"]) + ".")
     if width:
         lines = [part for line in "\n".join(lines).split("\n") for part in
                  (wrap(line, width) if not _is_table_line(line) else [line])]
@@ -148,6 +150,8 @@ def plan_markdown(plan: dict) -> str:
         lines.append("")
     lines += pool_lines(plan, True)
     lines += _explanation_lines(plan, True)
+    if plan["solver"].get("cut_short"):
+        lines += ["", "**Cut short by the time limit:** " + "; ".join(plan["solver"]["cut_short"]) + "."]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -88,6 +88,9 @@ def _warnings(plan: dict) -> None:
         typer.echo("warning: the plan is feasible but not proven optimal"
                    + (f" (gap up to {gap:.2%})" if gap is not None else "")
                    + "; raise solver.time_limit_s for a proof", err=True)
+    for what in plan["solver"].get("cut_short") or ():
+        typer.echo(f"warning: the time limit cut short {what}; raise --time-limit (or solver.time_limit_s) "
+                   "for the whole plan", err=True)
     pruned = plan["solver"].get("pairs_pruned") or 0
     if pruned:
         typer.echo(f"warning: a large scenario: {pruned:,} of the candidate (configuration, offer) pairs "

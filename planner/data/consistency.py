@@ -49,13 +49,19 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
                 names[i] = canonical
 
 
+def allowed_regions(s: Scenario) -> list[str]:
+    """policy.regions, else the site's region and 'global' (capacity in several regions)."""
+    return list(s.policy.regions) if s.policy.regions is not None else [s.site.region, "global"]
+
+
 def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
     """A warning for each acquisition mode the policy names that no offer sells for a system the
-    policy allows (its accelerator, provider and software stack): the mode cannot be used. The
-    default list (every mode the catalog may have) is not the user's choice and is not warned about."""
+    policy allows (its accelerator, provider, software stack and region): the mode cannot be used.
+    The default list (every mode the catalog may have) is not the user's choice and is not warned about."""
     p = s.policy
     if "acquisition" not in p.model_fields_set:
         return
+    regions = allowed_regions(s)
     allowed = sorted(a.id for a in cat.accelerators.values()
                      if (p.accelerators is None or a.id in p.accelerators) and a.id not in p.exclude_accelerators
                      and (p.stacks is None or a.stack in p.stacks))
@@ -63,13 +69,14 @@ def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
     for o in cat.offers.values():
         system = cat.systems.get(o.system)
         if (system and system.accelerator in allowed and o.provider not in p.exclude_providers
-                and (p.providers is None or o.provider in p.providers)):
+                and (p.providers is None or o.provider in p.providers) and o.region in regions):
             modes.add(o.acquisition)
     for mode in p.acquisition:
         if mode in ACQUISITIONS and mode not in modes:
             which = ", ".join(allowed[:6]) + (f" and {len(allowed) - 6} more" if len(allowed) > 6 else "")
             note(f"warning: policy.acquisition allows {mode}, but no offer sells {mode} for the allowed "
-                 f"accelerators ({which or 'none'}) and providers, so the plan cannot use it; remove it, or add "
+                 f"accelerators ({which or 'none'}), providers and regions ({', '.join(regions)}), so the plan "
+                 "cannot use it; remove it, or add "
                  "your quote under offers: (see scenarios/own-quote.yaml)")
 
 

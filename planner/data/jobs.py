@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from planner.data.constants import DAYS_PER_YEAR
 from planner.data.scenario import EdgeJob, FinetuneJob, PretrainJob, RLJob, ServeJob
@@ -41,7 +42,7 @@ class Workload:
     def kv_tokens(self) -> int:
         return self.context_tokens or (self.input_tokens + self.output_tokens)
 
-    @property
+    @cached_property
     def avg_context(self) -> float:
         """Average tokens in the KV cache over a sequence's decode: input + output/2 for one
         request; when the sequence is a conversation holding up to `context_tokens`, at least

@@ -248,3 +248,6 @@ class SolverInfo(Part):
     variables: int = Field(description="variables in the model")
     constraints: int = Field(description="constraint rows in the model")
     pairs_pruned: int = absent("(configuration, offer) pairs left out by the shortlist (single-period only)")
+    cut_short: list[str] = absent("what the command's wall-clock budget (--time-limit, else solver.time_limit_s) "
+                                  "cut short, in order: the MILP search, the full model's LP bound, the "
+                                  "explanations; absent when nothing was (the plan then depends on work done only)")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import Offer
 from planner.data.errors import InputError, Problem
+from planner.data.jobs import demand_factor
 from planner.data.scenario import Scenario
 
 
@@ -30,6 +31,16 @@ def trend_for(s: Scenario, accelerator: str) -> Trend:
     return Trend(**got)
 
 
+MAX_DEMAND_FACTOR = 1000
+"""A job's demand in any year is at most this many times its stated size: growth_per_year 10 over 20
+years (11^19, about 6e19) made the MILP's numbers so far apart that CBC called a plannable scenario
+infeasible and the diagnosis found nothing to relax."""
+
+
+def _times(factor: float) -> str:
+    return f"{factor:,.0f}" if factor < 1e6 else f"{factor:.3g}"
+
+
 def check_multiyear(s: Scenario) -> None:
     """Per-year settings that only make sense against the horizon; every problem at once (exit 2)."""
     problems = []
@@ -41,6 +52,14 @@ def check_multiyear(s: Scenario) -> None:
         if j.demand_multipliers and j.growth_per_year:
             problems.append(Problem("both growth_per_year and demand_multipliers are set", f"jobs.{i} ({j.name})",
                                     "keep one: a yearly rate or one factor per year"))
+        elif (peak := max(range(1, s.horizon_years + 1), key=lambda t: demand_factor(j, t))) and \
+                demand_factor(j, peak) > MAX_DEMAND_FACTOR:
+            key = "demand_multipliers" if j.demand_multipliers else "growth_per_year"
+            problems.append(Problem(
+                f"year {peak}'s demand would be {_times(demand_factor(j, peak))} times the stated size "
+                f"(at most {MAX_DEMAND_FACTOR:,} is planned: beyond it the numbers are too far apart for the solver)",
+                f"jobs.{i}.{key} ({j.name})",
+                f"lower {key} or horizon_years, or plan the later years as a scenario of their own"))
     seen = set()
     for i, yb in enumerate(s.budget.years):
         if yb.year > s.horizon_years:

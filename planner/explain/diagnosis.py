@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from planner.data import deadline
 from planner.data.errors import Diagnosis, SolverError
 from planner.data.scenario import Scenario
 from planner.data.years import year_caps
@@ -59,6 +60,15 @@ def _demand_rules(d: Demand, opts: Options) -> list[str]:
     return sorted({r for why in opts.why_not.get(d.key, {}).values() for r in why.split("; ") if r in ruled})
 
 
+def _unsolved(res) -> str:
+    b = deadline.current()
+    if b is not None and "diagnosis" in b.cuts:
+        return (f"the scenario is infeasible, and the time limit of {b.seconds:g} s ran out before its diagnosis "
+                "(what to relax) was solved.\n    To fix: raise --time-limit (or solver.time_limit_s in the "
+                "scenario) to see what to relax")
+    return f"the scenario is infeasible and its diagnosis could not be solved ({res.status})"
+
+
 DIAGNOSIS_GAP = 1e-5  # the elastic optimum is the smallest relaxation; keep it tight
 FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
 
@@ -83,7 +93,7 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
     fm = model.build(s, cat, opts, elastic=True)
     res = solve(fm, time_limit_s=time_limit_s, gap=min(s.solver.gap, DIAGNOSIS_GAP))
     if not res.ok:
-        raise SolverError(f"the scenario is infeasible and its diagnosis could not be solved ({res.status})")
+        raise SolverError(_unsolved(res))
     relax = []
     for (family, t), v in sorted(fm.slack.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         amount = res.values.get(v.name, 0.0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from planner.data import deadline
 from planner.explain import prices as shadow
 from planner.explain import three_checks as runit
 from planner.explain import whynot
@@ -270,13 +271,22 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
         with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
             pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
             more = shadow.one_more_system(fm, fleet, short, limit)
-            long = shadow.long_run(fm, limit)
+            long = shadow.long_run(fm, limit) if _time_left() else shadow.LPPrices(None, "not-solved")
             outcomes = pending.result()
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + _target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + _cap_rows(plan, s, outcomes, long))
     plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
+
+
+def _time_left() -> bool:
+    """Whether the command's time limit (data.deadline) leaves time for one more step; a step
+    left out is recorded as cut short."""
+    if deadline.left() > 0:
+        return True
+    deadline.cut("explanations")
+    return False
 
 
 def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: str = "full") -> None:

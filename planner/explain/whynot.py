@@ -30,6 +30,8 @@ from typing import Callable
 
 import pulp
 
+from planner.data import deadline
+from planner.data.errors import SolverError
 from planner.milp import fleet as model
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
@@ -89,10 +91,18 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> 
             with lock:
                 if not todo:
                     return
+                if deadline.left() <= 0:  # the command's time limit: the rest are left out, said cut short
+                    deadline.cut("explanations")
+                    todo.clear()
+                    return
                 v = todo.pop(0)
             if v.scenario is not None or v.options is not None:
                 vs = v.scenario or s
-                fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
+                try:
+                    fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
+                except SolverError:  # the options build ran out of the command's time: cut short
+                    deadline.cut("explanations")
+                    continue
                 prob = fm.prob
             else:
                 base = base or builder(s)(s, cat, opts)
@@ -176,6 +186,9 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
     forced (no variable puts work on it)."""
     out = {}
     for acc in accelerators:
+        if deadline.left() <= 0:  # the command's time limit: left out of the dict, said cut short
+            deadline.cut("explanations")
+            continue
         forced = builder(s)(s, cat, only_on(fm.options, acc))
         rows = _force(acc)(forced)
         if any(len(row.expr) == 0 for row in rows):
@@ -278,6 +291,9 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         note = _forced(acc, opts).note if acc in with_options else ""
         if acc not in with_options:
             row["reason"] = _no_option_reason(acc, opts)
+        elif got is None and acc not in bounds:
+            row.update(status="costlier", reason="not evaluated: the command's time limit ran out first "
+                                                 "(raise --time-limit to see it)")
         elif got is None and bounds.get(acc) == math.inf:
             row["reason"] = ("it can run the jobs, but no plan using it meets the scenario's limits "
                              "(budget, site power, availability or N+1), not even the LP relaxation")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from planner.data import deadline
 from planner.data.errors import InputError, Problem, SolverError
 from planner.milp.fleet import FleetModel
 
@@ -140,13 +141,20 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
           mip: bool = True, max_nodes: int | None = None) -> SolveResult:
     cfg = fm.scenario.solver
     limit = time_limit_s or cfg.time_limit_s
+    left = deadline.left()  # the whole command's wall-clock budget (data.deadline)
+    budgeted = left < limit
+    if budgeted:
+        limit = max(left, 0.0)
     log = _log_file() if mip and cfg.name == "cbc" else None
     solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes, log)
     start = time.perf_counter()
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)
+    if budgeted and limit <= 0:  # no time left to start it
+        deadline.cut(deadline.current().step or "a solve")
+        return SolveResult("not-solved", 0.0, None, None, name, cut_short=True)
     try:
-        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log)
+        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted)
     finally:
         if log:
             _unlink(log)
@@ -184,7 +192,7 @@ def cbc_bound(log: str | None) -> float | None:
         return None
 
 
-def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log) -> SolveResult:
+def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False) -> SolveResult:
     try:
         with _stdout_silenced(cfg.name == "highs"):
             try:
@@ -204,6 +212,8 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log) -> So
         status = "not-solved"
     status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
     cut_short = max_nodes is not None and status == "feasible" and seconds >= limit - 0.5
+    if budgeted and status not in ("optimal", "infeasible", "unbounded") and seconds >= limit - 0.5:
+        deadline.cut(deadline.current().step or "a solve")  # the budget, not the search, ended it
     if status not in OK:
         raw = cbc_bound(log)
         return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5,
@@ -238,9 +248,12 @@ def _constant_row_violated(fm: FleetModel) -> bool:
 def _gap(fm: FleetModel, objective: float) -> float | None:
     """Relative gap against the LP relaxation's bound (CBC's own bound does not reach PuLP):
     an upper estimate of the true gap. Values were read before this re-solve."""
+    if deadline.left() <= 0:
+        deadline.cut("gap")
+        return None
     try:
         cfg = fm.scenario.solver
-        solver, _ = make_solver(cfg.time_limit_s, 0.0, cfg.threads, mip=False, name=cfg.name)
+        solver, _ = make_solver(min(cfg.time_limit_s, deadline.left()), 0.0, cfg.threads, mip=False, name=cfg.name)
         with _stdout_silenced(cfg.name == "highs"):
             fm.prob.solve(solver)
         bound = pulp.value(fm.prob.objective)

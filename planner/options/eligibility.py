@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from planner.data.catalog import Catalog, Offer, System
+from planner.data.consistency import allowed_regions  # noqa: F401  (re-exported: options.api reads it here)
 from planner.data.scenario import Scenario
 from planner.options.types import BatchOption, Demand
 from planner.physics import costs
@@ -40,11 +41,6 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
     if o.max_systems == 0:
         return "not available (max_systems is 0)"
     return ""
-
-
-def allowed_regions(s: Scenario) -> list[str]:
-    """policy.regions, else the site's region and 'global' (capacity in several regions)."""
-    return list(s.policy.regions) if s.policy.regions is not None else [s.site.region, "global"]
 
 
 def tier_exclusion(d: Demand, tier: str, s: Scenario) -> str:

@@ -82,6 +82,17 @@ class Options:
     def note(self, demand: str, accelerator: str, reason: str) -> None:
         self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
 
+    by_system: dict = field(default_factory=dict, repr=False, compare=False)
+    """demand -> (its eligible list, system -> offer ids): offers_for's index, rebuilt when the list changes"""
+
     def offers_for(self, demand: str, system_id: str) -> list[str]:
-        """The offers of one system type demand may use (the only source of that rule)."""
-        return [oid for oid in self.eligible.get(demand, []) if self.offers[oid].system == system_id]
+        """The offers of one system type demand may use (the only source of that rule). The model
+        builds ask once per (option, demand): indexed per demand, not a scan of every offer."""
+        eligible = self.eligible.get(demand, [])
+        entry = self.by_system.get(demand)
+        if entry is None or entry[0] is not eligible:
+            index: dict[str, list[str]] = {}
+            for oid in eligible:
+                index.setdefault(self.offers[oid].system, []).append(oid)
+            entry = self.by_system[demand] = (eligible, index)
+        return list(entry[1].get(system_id, ()))

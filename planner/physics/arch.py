@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from planner.data.catalog import Model
+from planner.physics.memo import per_row
 
 # Bytes per weight parameter, scales included.
 #   int4  : 4-bit integers plus one fp16 scale per group of 128 (GPTQ/AWQ style): 0.5 + 2/128.
@@ -135,6 +136,7 @@ def layer_split(m: Model) -> tuple[int, int]:
     return m.dense_layers, m.layers - m.dense_layers
 
 
+@per_row
 def param_counts(m: Model) -> dict:
     """Parameter counts by part, in raw parameters.
 
@@ -246,6 +248,7 @@ def _tp_extra_copies(m: Model, tp: int) -> int:
     return attn_extra + n_moe * router_params_per_layer(m) * (tp - 1)
 
 
+@per_row
 def weight_bytes_per_rank(m: Model, precision: str, tp: int = 1, pp: int = 1,
                           non_expert_precision: str | None = None) -> float:
     """Weight bytes on one accelerator of a TP x PP replica, assuming an even split:
@@ -264,6 +267,7 @@ def expected_experts_touched(experts: int, per_token: int, batch: int) -> float:
     return experts * (1.0 - (1.0 - per_token / experts) ** batch)
 
 
+@per_row
 def active_weight_bytes(m: Model, precision: str, batch: int = 1, tp: int = 1,
                         non_expert_precision: str | None = None) -> float:
     """Weight bytes read in one decode step of `batch` sequences, summed over the whole replica.
@@ -360,6 +364,7 @@ def kv_bytes_per_token_per_rank(m: Model, kv_precision: str, tp: int = 1,
 
 # ----------------------------------------------------------------------------- FLOPs
 
+@per_row
 def flops_per_token(m: Model) -> float:
     """Forward matmul FLOPs per token without the attention-score term: 2 * active_matmul
     (a multiply and an add per weight touched; the input-embedding lookup does no matmul).

@@ -147,12 +147,33 @@ def stage_layers(m: Model, pp: int) -> int:
     return math.ceil(m.layers / pp)
 
 
+_PARTS: dict[tuple, tuple] = {}
+PARTS_CACHE_MAX = 200_000
+
+
 def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: float, prompt: float,
           link: Link | None = None, cal: Calibration | None = None,
           engine: str | None = None) -> dict[str, float]:
     """Seconds of one step of the slowest stage, by component, for `decodes` decode tokens and
-    `prompt` prompt tokens in its micro-batch (see the module docstring)."""
+    `prompt` prompt tokens in its micro-batch (see the module docstring).
+    A pure function of its arguments, asked the same question many times by the options search
+    (the batch search, the estimate at the batch found, jobs sharing a workload at other speed
+    targets): answers are kept per (row objects by identity, the other arguments by value); the
+    returned dict is shared, so callers must not change it."""
     cal = cal or default()
+    key = (id(m), id(acc), id(cal), wl, tp, pp, decodes, prompt, link, engine)
+    hit = _PARTS.get(key)
+    if hit is not None and hit[0] is m and hit[1] is acc and hit[2] is cal:
+        return hit[3]
+    if len(_PARTS) >= PARTS_CACHE_MAX:
+        _PARTS.clear()
+    out = _parts(m, acc, wl, tp, pp, decodes, prompt, link, cal, engine)
+    _PARTS[key] = (m, acc, cal, out)
+    return out
+
+
+def _parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: float, prompt: float,
+           link: Link | None, cal: Calibration, engine: str | None) -> dict[str, float]:
     link = link or Link.of(acc)
     group = tp * pp
     uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
