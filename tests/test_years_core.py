@@ -101,3 +101,32 @@ def test_multi_year_pools_buckets_of_one_model():
     assert pooled["pools"] and {p["pool"] for p in pooled["pools"]}
     assert len({p["part"] for j in pooled["jobs"] for p in j["placements"]}) == 2
     assert pooled["npv_usd"] <= alone["npv_usd"] + 0.01
+
+
+DESKS = {"name": "desks-2y", "horizon_years": 2, "site": {"power_cap_kw": 10},
+         "jobs": [{"name": "desks", "stage": "edge", "model": "llama-2-7b", "devices": 200, "device": "desk",
+                   "precision": "bf16", "context_tokens": 512, "min_tokens_per_s": 5, "growth_per_year": 0.5}]}
+
+
+def test_edge_units_bought_over_years_do_not_count_against_the_sites_power(tmp_path, plan_cli):
+    """Desk devices bought over two years are deployed with their users, not at the site: a 10 kW
+    site cap does not bind them, and each year's fleet row says how many of its systems are edge
+    units (fuzz seed 1 case 5624 had a correct plan rejected for 1,165 kW at a 196 kW site)."""
+    import json
+
+    import yaml
+
+    path = tmp_path / "desks.yaml"
+    path.write_text(yaml.safe_dump(DESKS))
+    r = plan_cli(path, "--format", "json", "--explain", "none")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    for year, need in zip(plan["years"], (200, 300)):
+        assert sum(f.get("edge_units", 0) for f in year["fleet"]) == need
+        assert sum(f["power_kw"] for f in year["fleet"]) > DESKS["site"]["power_cap_kw"]
+    forged = json.loads(r.out)
+    forged["years"][0]["fleet"][0]["edge_units"] += 500  # hide site systems as edge units
+    bad = tmp_path / "forged.json"
+    bad.write_text(json.dumps(forged))
+    r = plan_cli("verify", path, bad)
+    assert r.code == 5 and "said to be edge units" in r.err, r.err

@@ -45,6 +45,8 @@ class FleetItem(Part):
     systems: int = Field(description="systems held (edge: devices)")
     accelerators: int = Field(description="accelerators held: systems x accelerators per system")
     new_this_year: int = absent("systems acquired in this year (multi-year plans only)")
+    edge_units: int = absent("of the systems, edge units deployed with their devices, not at the site "
+                             "(multi-year years only)")
     cost_usd_per_year: float = Field(description="USD per year attributed to this offer: capital (annuitised "
                                                  "purchases), power, hosting and rent")
     purchase_usd: float | None = Field(description="USD paid up front for the systems; null unless bought")

@@ -106,6 +106,11 @@ def _bought(ym: YearModel, res, t: int) -> dict[str, int]:
     return out
 
 
+def _edge_units(ym: YearModel, res, oid: str, t: int) -> int:
+    """Edge units of offer oid in use in year t (deployed with the devices, not at the site)."""
+    return sum(_int(res, v) for (_, _, o, tau), v in ym.e.items() if o == oid and ym.active(oid, tau, t))
+
+
 def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dict]:
     held, bought = held_systems(ym, res, t), _bought(ym, res, t)
     out = []
@@ -115,9 +120,11 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
         o, system = ym.offer(oid), ym.system_of(oid)
         paid = sum(_unit_price(ym, oid, tau) * _int(res, v) for (o2, tau), v in ym.p.items()
                    if o2 == oid and ym.active(oid, tau, t))
+        edge = _edge_units(ym, res, oid, t)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
                     "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators, "new_this_year": bought.get(oid, 0),
+                    **({"edge_units": edge} if edge else {}),
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
                     "purchase_usd": r2(paid) if o.acquisition == "buy" else None,
                     "power_kw": r2(system.power_kw * held[oid]),

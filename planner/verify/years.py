@@ -32,6 +32,10 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
         got = y.get("demand", {})
         v.check("years", sorted(got) == sorted(want) and all(close(got[k], want[k], 1e-3, 1e-3) for k in want),
                 f"year {t}: demand {got}, the scenario's growth gives {want}")
+        edge_need = sum(p.units for j in jobs.values() for p in demands_of_job(j, t) if p.kind == "edge")
+        edge_held = sum(f.get("edge_units", 0) for f in y["fleet"])
+        v.check("power", 0 <= edge_held <= edge_need,
+                f"year {t}: {edge_held} systems said to be edge units, the edge jobs need {edge_need}")
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"], REL, USD),
                 f"year {t}: cost ${y['cost_usd']:,.2f} is not capex + opex")
         for key, amount in (("budget_usd", y["cost_usd"]), ("budget_capex_usd", y["capex_usd"]),
@@ -55,8 +59,9 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
             if not v.check("catalog", o is not None, f"year {t}: fleet offer '{f['offer']}' is not in the catalog"):
                 continue
             v.check("policy", not offer_problem(o, s, cat), f"year {t}: '{o.id}': {offer_problem(o, s, cat)}")
-            if o.acquisition == "buy" and cat.systems[o.system].kind not in ("edge",):
-                site_kw += f["power_kw"]
+            if o.acquisition == "buy" and cat.systems[o.system].kind not in ("edge",) and f["systems"]:
+                at_site = f["systems"] - f.get("edge_units", 0)  # edge units are deployed with their devices
+                site_kw += f["power_kw"] * max(at_site, 0) / f["systems"]
         if s.site.power_cap_kw is not None:
             v.check("power", site_kw <= s.site.power_cap_kw * (1 + TIGHT) + 1e-6,
                     f"year {t}: bought systems draw {site_kw:,.1f} kW; the site allows {s.site.power_cap_kw:g} kW")
