@@ -9,13 +9,13 @@ import time
 
 import pytest
 import yaml
+from conftest import SCENARIOS
 
 from planner.app import planning
 from planner.app.pipeline import plan_scenario
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.data.scenario import Scenario, load_scenario
-from tests.conftest import SCENARIOS
 
 MODELS = ["llama-3.1-8b", "qwen3-8b", "gpt-oss-20b", "mistral-small-24b", "gemma-3-27b", "qwen3-32b",
           "llama-3.1-70b", "gpt-oss-120b"]
