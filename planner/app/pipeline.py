@@ -24,8 +24,7 @@ def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s
     if solver is not None:
         s = s.model_copy(update={"solver": s.solver.model_copy(update={"name": solver})})
     advise(s, resolve(s, catalog_paths))
-    make = planning.make_multiyear_plan if s.multi_year else planning.make_plan
-    return checked(make(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
+    return checked(planning.make_plan(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
 
 
 def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dict:

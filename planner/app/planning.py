@@ -104,14 +104,19 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
 
 def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
               explain: bool | str = True) -> dict:
-    """A single-period plan; explain: none | brief | full (explain.narrative.explain_plan), True for
-    full, False for the bare plan (sweeps and tests)."""
+    """The plan for a scenario: one year, or years 1..H when it has per-year settings (the same
+    model, read out and explained for its kind); explain: none | brief | full
+    (explain.narrative), True for full, False for the bare plan (sweeps and tests)."""
+    multi = s.multi_year
+    if multi:
+        check_multiyear(s)
     with deadline.budget(time_limit_s or s.solver.time_limit_s):
         cat, opts, fm, res = solve_scenario(s, catalog_paths, time_limit_s)
-        plan = read_plan(s, fm, res)
+        plan = (read_multiyear if multi else read_plan)(s, fm, res)
         if explain:
             deadline.step("explanations")
-            explain_plan(plan, s, cat, opts, fm, res, time_limit_s, "full" if explain is True else explain)
+            (explain_years if multi else explain_plan)(plan, s, cat, opts, fm, res, time_limit_s,
+                                                       "full" if explain is True else explain)
         return with_cuts(plan)
 
 
@@ -123,13 +128,5 @@ def with_cuts(plan: dict) -> dict:
     return plan
 
 
-def make_multiyear_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
-                        explain: bool | str = True) -> dict:
-    check_multiyear(s)
-    with deadline.budget(time_limit_s or s.solver.time_limit_s):
-        cat, opts, ym, res = solve_scenario(s, catalog_paths, time_limit_s)
-        plan = read_multiyear(s, ym, res)
-        if explain:
-            deadline.step("explanations")
-            explain_years(plan, s, cat, opts, ym, res, time_limit_s, "full" if explain is True else explain)
-        return with_cuts(plan)
+make_multiyear_plan = make_plan
+"""(the name multi-year callers used; make_plan plans either kind)"""
