@@ -34,13 +34,13 @@ from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import complexity, owned, pooling, rows
 from planner.milp.api import define_api_variables
-from planner.milp.model import OPEX, FleetModel
+from planner.milp.model import FleetModel
 from planner.options import shortlist
 from planner.options.eligibility import batch_offer_exclusion, systems_per_run
 from planner.options.types import Demand, Options
 from planner.physics import costs
 
-__all__ = ["FleetModel", "OPEX", "build", "build_years", "trim_rentals"]
+__all__ = ["FleetModel", "build", "trim_rentals"]
 trim_rentals = rows.trim_rentals
 
 
@@ -181,9 +181,3 @@ def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool 
     for define in FAMILIES:
         define(fm)
     return fm
-
-
-def build_years(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
-                tight: bool = True, prune: bool = False) -> FleetModel:
-    """The multi-year model (every pair: no shortlist unless asked)."""
-    return build(scenario, catalog, options, elastic=elastic, tight=tight, prune=prune, years=True)

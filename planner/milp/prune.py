@@ -17,7 +17,6 @@ import dataclasses
 from planner.milp import fleet
 from planner.milp.solve import SolveResult, solve
 
-
 ROOT_SHARE = 0.25
 """share of the solver's time limit the full model's root node (cuts) may take to tighten the bound"""
 

@@ -9,8 +9,8 @@ from collections import defaultdict
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import fleet as model
 from planner.milp import complexity, pooling
+from planner.milp import fleet as model
 from planner.milp.owned import edge_active
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult

@@ -16,13 +16,20 @@ from __future__ import annotations
 from collections import defaultdict
 
 from planner.data.constants import HOURS_PER_YEAR
-from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.data.years import year_caps
 from planner.milp.model import OPEX
 from planner.milp.model import FleetModel as YearModel
-from planner.milp.readout import _unit_cost, cost_by_offer, held_systems, placements_of, r2, trimmed, usage_of
 from planner.milp.pooling import pool_rows
+from planner.milp.readout import (
+    _unit_cost,
+    cost_by_offer,
+    held_systems,
+    placements_of,
+    r2,
+    trimmed,
+    usage_of,
+)
 from planner.milp.readout_api import api_fleet, api_rows
 from planner.milp.solve import SolveResult
 
