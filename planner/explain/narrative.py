@@ -81,7 +81,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             what = "concurrent rollout" if rl else "concurrent user"
             served = _served(fm, res, dk)
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
-            gap = f", {need - served:,.0f} unserved" if served < need else ""
+            gap = f", {need - served:,.0f} unserved" if served < need - 0.5 else ""  # (a pooled load is fractional)
             price = "-" if sr is None else _usd(sr, 2)
             part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
             msg = (f"one more {what} on '{part}'{when} costs {price}/yr {held} (busy power, tokens or "
