@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import pulp
 
-from planner.milp.owned import edge_active
-
 COMPONENT = "complexity"
 
 
@@ -46,7 +44,7 @@ def _links(fm) -> list[tuple[str, tuple, object, float]]:
     edge: dict[tuple, list] = {}
     for (dk, i, oid, tau), v in sorted(fm.e.items()):
         for t in fm.years:
-            if edge_active(fm, oid, tau, t):
+            if fm.active(oid, tau, t):
                 edge.setdefault((oid, t), []).append(v)
     for (oid, t), vs in sorted(edge.items()):
         out.append((fm.system_of(oid).id, ("edge", oid, t), pulp.lpSum(vs), fm.cap_of(fm.offer(oid))))

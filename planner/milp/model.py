@@ -152,5 +152,10 @@ class FleetModel(Registry):
         """The objective's cost: the NPV (multi-year) or the first year's cost."""
         return self.npv_expr() if self.npv else self.spend(self.first, "usd")
 
+    def rental_prices(self) -> dict[str, float]:
+        """Rental variable name -> its coefficient in the objective (an NPV's discounted)."""
+        return {v.name: c * (self.discount(t) if self.npv else 1.0)
+                for (t, comp), terms in self.cash.items() if comp == "rental" for c, v, _ in terms}
+
     def cap_of(self, o) -> int:
         return o.max_systems if o.max_systems is not None else self.scenario.policy.max_systems_per_offer

@@ -114,10 +114,6 @@ def define_edge_variables(m) -> None:
                     m.pay(t, o.purchase_usd, v, oid)
 
 
-def edge_active(m, oid: str, bought: int, year: int) -> bool:
-    return m.active(oid, bought, year) if m.npv else bought == year
-
-
 def edge_held(m, dk: str, t: int):
     """Demand dk's edge units in use in year t."""
-    return pulp.lpSum(v for (d, _, oid, tau), v in sorted(m.e.items()) if d == dk and edge_active(m, oid, tau, t))
+    return pulp.lpSum(v for (d, _, oid, tau), v in sorted(m.e.items()) if d == dk and m.active(oid, tau, t))

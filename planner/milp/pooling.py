@@ -37,10 +37,6 @@ def config_of(opt) -> tuple[str, int, int]:
     return (opt.system, opt.tp, opt.pp)
 
 
-def _cap(fm, o) -> int:
-    return o.max_systems if o.max_systems is not None else fm.scenario.policy.max_systems_per_offer
-
-
 def pooled(fm, dk: str) -> str | None:
     """The pool of demand dk, or None when it has replicas of its own."""
     return fm.options.demands[dk].pool
@@ -73,7 +69,7 @@ def define_pool_variables(fm) -> None:
             busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
             fm.cost(t, "power", busy * opt.accelerator_slots * hours_per_year(d), v, oid)
         elif (oid, d.hours_per_day, t) not in fm.rp:
-            rv = fm.var(fm.rp, (oid, d.hours_per_day, t), "Integer", 0, _cap(fm, o))
+            rv = fm.var(fm.rp, (oid, d.hours_per_day, t), "Integer", 0, fm.cap_of(o))
             fm.cost(t, "rental", o.price_usd_per_hour * fm.factor(oid, t) * hours_per_year(d), rv, oid)
 
 
@@ -87,7 +83,7 @@ def define_pool_spares(fm) -> None:
         d = fm.pool_opt[key][1]
         spare = (oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, d.hours_per_day, t)
         u = fm.u[spare] if spare in fm.u else fm.var(fm.u, spare, "Binary")
-        fm.add("pool-spare", key, yv <= (yv.upBound or _cap(fm, fm.offer(oid))) * u)
+        fm.add("pool-spare", key, yv <= (yv.upBound or fm.cap_of(fm.offer(oid))) * u)
 
 
 def serving_terms(fm) -> list[tuple[str, object, object, object]]:
@@ -121,8 +117,7 @@ def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], f
     """Shared rentals lowered to ceil(sum slots Y / accelerators) (+ the spare), like
     fleet.trim_rentals; returns the values and the yearly cost saved."""
     out, saved = dict(values), 0.0
-    price = {v.name: c * (fm.discount(t) if fm.npv else 1.0)
-             for (t, comp), terms in fm.cash.items() if comp == "rental" for c, v, _ in terms}
+    price = fm.rental_prices()
     for (oid, h, t), rv in sorted(fm.rp.items()):
         per = fm.system_of(oid).accelerators
         slots = sum(fm.pool_opt[key][0].accelerator_slots * round(values.get(v.name, 0.0))

@@ -11,7 +11,6 @@ from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import complexity, pooling
 from planner.milp import fleet as model
-from planner.milp.owned import edge_active
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
 from planner.options.api import job_tokens
@@ -145,7 +144,7 @@ def held_systems(fm, res, t: int) -> dict[str, int]:
             per = fm.system_of(oid).accelerators
             held[oid] = max(held[oid], max(1, -(-fm.options.batch[dk][i].accelerators // per)))
     for (dk, i, oid, tau), v in fm.e.items():
-        if edge_active(fm, oid, tau, t):
+        if fm.active(oid, tau, t):
             held[oid] += _int(res, v)
     return held
 
@@ -169,7 +168,7 @@ def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
             hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
             use[oid][dk] += _val(res, v) * opt.accelerators * hours * fm.demand_at(dk, t)
     for (dk, i, oid, tau), v in fm.e.items():
-        if edge_active(fm, oid, tau, t):
+        if fm.active(oid, tau, t):
             use[oid][dk] += _val(res, v)
     return use
 
@@ -203,7 +202,7 @@ def placements_of(fm, res, dk: str, t: int) -> list[dict]:
     else:
         held: dict[tuple, int] = defaultdict(int)
         for (k, i, oid, tau), v in sorted(fm.e.items()):
-            if k == dk and edge_active(fm, oid, tau, t):
+            if k == dk and fm.active(oid, tau, t):
                 held[(i, oid)] += _int(res, v)
         for (i, oid), units in sorted(held.items()):
             opt = fm.options.edge[dk][i]

@@ -22,7 +22,9 @@ from planner.milp.model import OPEX
 from planner.milp.model import FleetModel as YearModel
 from planner.milp.pooling import pool_rows
 from planner.milp.readout import (
+    _int,
     _unit_cost,
+    _val,
     cost_by_offer,
     held_systems,
     placements_of,
@@ -37,14 +39,6 @@ HOURS = HOURS_PER_YEAR
 
 
 # --- reading the solution ------------------------------------------------------------------------
-
-def _val(res: SolveResult, var) -> float:
-    return res.values.get(var.name, 0.0)
-
-
-def _int(res: SolveResult, var) -> int:
-    return int(round(_val(res, var)))
-
 
 def _sum(res, terms) -> float:
     return sum(c * _val(res, v) for c, v, _ in terms)
@@ -91,10 +85,9 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
 
 
 def _npv(ym: YearModel, res) -> float:
-    total = sum(ym.discount(t) * sum(_sum(res, ym.cash.get((t, c), [])) for c in ("capex",) + OPEX)
-                for t in ym.years)
-    total -= sum(ym.discount(t + 1) * _sum(res, ym.resale.get(t, [])) for t in ym.years)
-    return total + _sum(res, ym.beyond)
+    """The objective's NPV expression (model.npv_expr) at the solution."""
+    expr = ym.npv_expr()
+    return sum(c * _val(res, v) for v, c in expr.items()) + expr.constant
 
 
 def _owned(ym: YearModel, oid: str) -> bool:

@@ -33,7 +33,7 @@ from planner.data.jobs import hours_per_year
 from planner.data.years import year_caps
 from planner.milp import pooling
 from planner.milp.api import api_supply
-from planner.milp.owned import edge_active, edge_held
+from planner.milp.owned import edge_held
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD
 
 HOURS = HOURS_PER_YEAR
@@ -130,8 +130,7 @@ def trim_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]
     systems that hold no replica; lowering r keeps every row satisfied (the rental row still holds,
     the availability caps and budgets only loosen), so the trimmed solution is feasible and no costlier."""
     out, saved = dict(values), 0.0
-    price = {v.name: c * (fm.discount(t) if fm.npv else 1.0)
-             for (t, comp), terms in fm.cash.items() if comp == "rental" for c, v, _ in terms}
+    price = fm.rental_prices()
     for (dk, oid, t), rv in sorted(fm.r.items()):
         per = fm.system_of(oid).accelerators
         slots = sum(fm.options.serve[dk][i].accelerator_slots * round(values.get(v.name, 0.0))
@@ -155,7 +154,7 @@ def define_availability_constraints(fm) -> None:
         by_offer.setdefault((oid, t), []).append(rv)
     for (dk, i, oid, tau), ev in fm.e.items():
         for t in fm.years:
-            if edge_active(fm, oid, tau, t):
+            if fm.active(oid, tau, t):
                 by_offer.setdefault((oid, t), []).append(ev)
                 edge.add((oid, t))
     for (oid, t), vs in sorted(by_offer.items()):
