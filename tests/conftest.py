@@ -23,7 +23,7 @@ class Result:
     err: str
 
 
-PROGRESS = re.compile(r"^planning .*(s so far|: done in [0-9.]+ s)$")
+PROGRESS = re.compile(r"^planning .*(s so far|: (done in|stopped after) [0-9.]+ s)$")
 
 
 def without_progress(err: str) -> str:

@@ -100,6 +100,18 @@ def test_progress_ticks_on_stderr_after_the_delay_and_not_before():
     with Ticker("planning x.yaml", quiet=True, delay_s=0.01, every_s=0.01, stream=quiet):
         time.sleep(0.1)
     assert fast.getvalue() == "" and quiet.getvalue() == ""
+    failed = io.StringIO()
+    with pytest.raises(RuntimeError), Ticker("planning x.yaml", delay_s=0.01, every_s=0.05, stream=failed):
+        time.sleep(0.1)
+        raise RuntimeError("verification failed")
+    assert "stopped after" in failed.getvalue() and "done" not in failed.getvalue()
+
+
+def test_formats_a_command_cannot_render_are_refused_before_any_work(plan_cli):
+    r = plan_cli("compare", SCENARIOS / "bank.yaml", SCENARIOS / "own-quote.yaml", "--format", "html")
+    assert r.code == 2 and "'html' is not one of" in r.err and r.out == ""
+    r = plan_cli("estimate", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--format", "markdown")
+    assert r.code == 2 and "'markdown' is not one of" in r.err
 
 
 def test_quiet_run_keeps_stderr_empty_and_stdout_is_the_plan_only(plan_cli):

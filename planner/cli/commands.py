@@ -69,6 +69,18 @@ class Format(str, Enum):
     html = "html"
 
 
+class CompareFormat(str, Enum):
+    """What `plan compare` renders (no HTML report of a comparison)."""
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class EstimateFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
 @app.command("run")
 def run_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
@@ -226,7 +238,7 @@ def estimate_cmd(
                                                                 "parallelism and data-parallel attention"),
     disaggregated: bool = typer.Option(False, "--disaggregated", help="also size separate prefill and decode pools "
                                                                       "and compare them with aggregated serving"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json"),
+    fmt: EstimateFormat = typer.Option(EstimateFormat.table, "--format", "-f", help="table or json"),
     catalog: Optional[List[Path]] = CatalogOpt,
 ):
     """What-if: memory, speed and time for one model on one accelerator type."""
@@ -236,7 +248,7 @@ def estimate_cmd(
                           batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
                           disaggregated)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
-    if fmt == Format.json:
+    if fmt == EstimateFormat.json:
         typer.echo(tables.to_json(result), nl=False)
     else:
         typer.echo(tables.table([{"field": k, "value": v} for k, v in result.items() if not isinstance(v, dict)]))
@@ -283,7 +295,7 @@ def sweep_cmd(
 def compare_cmd(
     a: Path = typer.Argument(..., help="scenario YAML (solved now) or plan JSON (from plan --format json)"),
     b: Path = typer.Argument(..., help="the other scenario or plan"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json or markdown"),
+    fmt: CompareFormat = typer.Option(CompareFormat.table, "--format", "-f", help="table, json or markdown"),
     catalog: Optional[List[Path]] = CatalogOpt,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="wall-clock seconds per plan"),
     measurements: Optional[List[Path]] = MeasurementsOpt,
@@ -294,13 +306,13 @@ def compare_cmd(
     from planner.app import compare
 
     result = compare.compare_plans(a, b, tuple(str(c) for c in catalog or ()), time_limit, _measured(measurements))
-    if fmt == Format.json:
+    if fmt == CompareFormat.json:
         typer.echo(tables.to_json(result), nl=False)
         return
     names = ("A: " + a.name, "B: " + b.name)
     rows = compare.compare_rows(result, names)
     cols = ["", *names, "B - A"]
-    typer.echo(tables.markdown_table(rows, cols) if fmt == Format.markdown else tables.table(rows, cols))
+    typer.echo(tables.markdown_table(rows, cols) if fmt == CompareFormat.markdown else tables.table(rows, cols))
 
 
 @app.command("calibrate")

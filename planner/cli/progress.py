@@ -46,8 +46,9 @@ class Ticker:
             self._thread.join()
         if self.printed and self.tty:
             self._write("\r\033[K")
-        elif self.printed:
-            self._write(f"{self.what}: done in {time.perf_counter() - self._start:.1f} s\n")
+        elif self.printed:  # an exception (no plan, failed verification, Ctrl-C) is not "done"
+            ended = "stopped after" if exc and exc[0] is not None else "done in"
+            self._write(f"{self.what}: {ended} {time.perf_counter() - self._start:.1f} s\n")
 
     def _run(self) -> None:
         if self._stop.wait(self.delay_s):
