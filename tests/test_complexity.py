@@ -114,6 +114,16 @@ def test_a_multi_year_plan_prices_each_years_system_types_and_the_verifier_reder
     forged["years"][1]["complexity_usd"] = 2 * RATE
     result = verify(forged, s, resolve(s))
     assert any("year 2: complexity $40,000.00; 1 system types" in f for f in result.failures), result.summary()
+    from planner.cli.render_years import years_text
+
+    header = next(line for line in years_text(plan).splitlines() if line.lstrip().startswith("year"))
+    assert "of which complexity $" in header and "20,000" in years_text(plan)
+    assert "complexity" not in years_text(plans_free_years(s, plan))
+
+
+def plans_free_years(s, plan: dict) -> dict:
+    """The same multi-year plan as if the rate were 0 (no complexity_usd in any year)."""
+    return {**plan, "years": [{k: v for k, v in y.items() if k != "complexity_usd"} for y in plan["years"]]}
 
 
 def test_a_priced_rate_raises_no_note_that_it_is_not_priced(plans):

@@ -22,9 +22,9 @@ from planner.cli.render import (
 from planner.cli.render_years import (
     BUY_COLUMNS,
     BUY_HEADERS,
-    YEAR_COLUMNS,
     YEAR_HEADERS,
     purchase_rows,
+    year_columns,
     year_rows,
 )
 from planner.cli.tables import fmt
@@ -126,7 +126,7 @@ def plan_html(plan: dict) -> str:
         body.append('<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>")
     if plan.get("years"):
         body += ["<h2>Year by year</h2>", f'<p class="muted">{_e(plan["views"]["cash"])}; annuitised: '
-                 f'{_e(plan["views"]["accounting"])}</p>', _table(year_rows(plan), YEAR_COLUMNS, YEAR_HEADERS),
+                 f'{_e(plan["views"]["accounting"])}</p>', _table(year_rows(plan), year_columns(plan), YEAR_HEADERS),
                  "<h3>Purchases and reservations</h3>", _table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)]
     body += ["<h2>What to buy or rent</h2>",
              _table(plan["fleet"], FLEET_COLUMNS + ["purchase_usd", "price_as_of"],

@@ -9,7 +9,8 @@ from planner.data.money import usd
 YEAR_COLUMNS = ["year", "capex_usd", "opex_usd", "cost_usd", "budget_usd", "used", "annuitised_cost_usd",
                 "fleet", "unserved"]
 YEAR_HEADERS = {"capex_usd": "capex $", "opex_usd": "opex $", "cost_usd": "cash $", "budget_usd": "budget $",
-                "used": "budget used", "annuitised_cost_usd": "annuitised $", "unserved": "unserved"}
+                "used": "budget used", "annuitised_cost_usd": "annuitised $", "unserved": "unserved",
+                "complexity_usd": "of which complexity $"}
 BUY_COLUMNS = ["year", "systems", "system", "acquisition", "unit_price_usd", "total_usd"]
 BUY_HEADERS = {"unit_price_usd": "unit $ (reserved: per year)", "total_usd": "total $"}
 
@@ -44,6 +45,14 @@ def year_rows(plan: dict) -> list[dict]:
     return rows
 
 
+def year_columns(plan: dict) -> list[str]:
+    """YEAR_COLUMNS, with the part of opex that fleet complexity costs when the plan prices it."""
+    if not any(y.get("complexity_usd") for y in plan["years"]):
+        return YEAR_COLUMNS
+    at = YEAR_COLUMNS.index("opex_usd") + 1
+    return [*YEAR_COLUMNS[:at], "complexity_usd", *YEAR_COLUMNS[at:]]
+
+
 def purchase_rows(plan: dict) -> list[dict]:
     return [{"year": y["year"], **p} for y in plan["years"] for p in y["purchases"]]
 
@@ -58,12 +67,12 @@ def headline(plan: dict) -> str:
 
 def years_text(plan: dict) -> str:
     return "\n".join([headline(plan), "", "Year by year (cash view: capex when paid + opex)",
-                      table(year_rows(plan), YEAR_COLUMNS, YEAR_HEADERS), "",
+                      table(year_rows(plan), year_columns(plan), YEAR_HEADERS), "",
                       "Purchases and reservations", table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)])
 
 
 def years_markdown(plan: dict) -> str:
     return "\n".join([headline(plan), "", "## Year by year", "",
-                      markdown_table(year_rows(plan), YEAR_COLUMNS, YEAR_HEADERS), "",
+                      markdown_table(year_rows(plan), year_columns(plan), YEAR_HEADERS), "",
                       "## Purchases and reservations", "",
                       markdown_table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)])
