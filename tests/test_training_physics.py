@@ -95,3 +95,10 @@ def test_training_calibration_is_the_fit_of_its_data():
     refit = cal.fit_training(CAL, ACCS, MODELS, log=lambda *_: None)
     for name in ("train_act_bytes", "train_tp_exposed", "train_fp4_efficiency", "train_mfu"):
         assert getattr(refit, name) == pytest.approx(getattr(CAL, name), rel=0.03), name
+
+
+def test_the_estimate_says_which_tensor_parallel_layout_it_priced():
+    est = training.estimate(MODELS["llama-2-70b"], ACCS["h100-sxm"], "lora", 1e9, 8, seq=8192, precision="fp8")
+    assert est.parallelism.startswith("tensor parallel 4 x FSDP/ZeRO-3 data parallel 2 on 8")
+    small = training.estimate(MODELS["llama-3.1-8b"], ACCS["h100-sxm"], "pretrain", 1e9, 8, seq=8192)
+    assert small.parallelism.startswith("FSDP/ZeRO-3 data parallel on 8")

@@ -125,13 +125,15 @@ def scaleout_efficiency(acc: Accelerator, n: int) -> float:
     return r ** math.log2(n / domain)
 
 
-def parallelism_of(acc: Accelerator, n: int, need: int) -> str:
-    """How the run is laid out, in words."""
+def parallelism_of(acc: Accelerator, n: int, need: int, tp: int = 1) -> str:
+    """How the run is laid out, in words (tp: train_step.tensor_parallel's degree)."""
     domain = max(acc.scaleup_domain, 1)
     if n <= 1:
         return "one accelerator"
     inside = f"inside one {acc.scaleup_kind} domain" if n <= domain else f"across {math.ceil(n / domain)} scale-up domains"
     split = "FSDP/ZeRO-3 data parallel" if need <= domain else "tensor/pipeline parallel inside each domain, data parallel across"
+    if tp > 1 and need <= domain:
+        split = f"tensor parallel {tp} x FSDP/ZeRO-3 data parallel {n // tp}"
     return f"{split} on {n} accelerators {inside}"
 
 
@@ -154,4 +156,4 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
                          accelerators_min=need, memory_gb_per_accelerator=mem / GIB,
                          memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime,
-                         scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need))
+                         scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need, per_token.tp))
