@@ -102,3 +102,10 @@ def test_the_estimate_says_which_tensor_parallel_layout_it_priced():
     assert est.parallelism.startswith("tensor parallel 4 x FSDP/ZeRO-3 data parallel 2 on 8")
     small = training.estimate(MODELS["llama-3.1-8b"], ACCS["h100-sxm"], "pretrain", 1e9, 8, seq=8192)
     assert small.parallelism.startswith("FSDP/ZeRO-3 data parallel on 8")
+
+
+def test_fp4_on_an_accelerator_without_fp4_is_fp8_speed_and_tp_is_a_power_of_two():
+    assert ACCS["h100-sxm"].fp4_tflops is None
+    assert tok_per_s("llama-3.1-8b", "h100-sxm", "pretrain", 8, "fp4") == pytest.approx(
+        tok_per_s("llama-3.1-8b", "h100-sxm", "pretrain", 8, "fp8"))
+    assert train_step.tensor_parallel(MODELS["llama-2-70b"], ACCS["h100-sxm"], "lora", 8192, CAL, count=6) == 4

@@ -14,7 +14,8 @@ scale-out efficiency of physics.training):
       config_common_fp4.sh, NVTE_DPA_FP8_RECIPE), otherwise in BF16.
       q(fp4) = calibration train_fp4_efficiency: the share of the FP4 peak an NVFP4 training
       step's matmuls keep relative to FP8 (block-scale quantisation of every operand, the
-      higher-precision wgrad/outliers); q = 1 for other precisions.
+      higher-precision wgrad/outliers); q = 1 for other precisions and on accelerators without
+      an FP4 peak, which run the matmuls in FP8.
   t_memory = layers x train_act_bytes x hidden / tp / (eta_bw x memory bandwidth)
       the memory-bound kernels between the matmuls (norms, SwiGLU, residual adds, RoPE, casts
       to FP8/FP4 and their transposes, dropout, the optimizer's elementwise update): bytes moved
@@ -92,16 +93,17 @@ def tensor_parallel(m: Model, acc: Accelerator, method: str, seq: int, cal: Cali
     cap = acc.memory_gb * GIB
     top = min(tp_domain(acc), max(count or TP_MAX, 1))
     tp = 1
-    while tp < top and weights / tp + fixed > cap:
+    while tp * 2 <= top and weights / tp + fixed > cap:
         tp *= 2
-    return min(tp, top)
+    return tp
 
 
 def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precision: str,
                       cal: Calibration, count: int | None = None) -> StepTime:
     """Accelerator-seconds per training token (see the module docstring)."""
     k = FLOPS_FACTOR[method] / 2
-    quality = cal.train_fp4_efficiency if precision == "fp4" else 1.0
+    # an accelerator without an FP4 peak runs an FP4 job's matmuls in FP8 (Accelerator.peak_tflops)
+    quality = cal.train_fp4_efficiency if precision == "fp4" and acc.fp4_tflops else 1.0
     attn_prec = "fp8" if precision in ("fp4", "fp8") else "bf16"
     matmul = (k * arch.flops_per_token(m) / (cal.train_mfu * achievable_flops(acc, precision) * quality)
               + k * arch.attention_flops_per_token(m, seq / 2) / (cal.train_mfu * achievable_flops(acc, attn_prec)))
