@@ -5,7 +5,9 @@
 Fits the factors of planner.physics.calibration.Calibration that the data can identify:
 eta_bw, layer_overhead_us, token_overhead_us, allreduce_latency_us, link_efficiency, decode_mfu,
 prefill_mfu, prefill_queue_fraction (prompt chunks beside decodes), admission_us_per_prompt_token (closed-loop TTFT) and the per-engine step-overhead factors
-overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no public rows). max_batch keeps its engine default (the data do not constrain it), train_mfu keeps its literature default (no training rows), and
+overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no public rows). max_batch keeps its engine default (the data do not constrain it), the training factors (train_act_bytes, train_tp_exposed, train_fp4_efficiency) on the MLPerf
+Training speed ratios of benchmarks/training_ratios.py and train_mfu on one published absolute
+training rate (ANCHOR; --training refits only these), and
 mem_util / reserve_gb keep the engines' documented defaults. There is no per-model,
 per-accelerator or per-row factor: every row is predicted from catalog facts and these globals
 by benchmarks/fidelity.py. Rows marked fit = 0 in the data (documented outliers) are left out.
@@ -140,6 +142,68 @@ def fit(cal: Calibration, rows, accs, models, sweeps: int = 6, log=print) -> Cal
     return cal
 
 
+# Training factors (planner.physics.train_step), fitted on the MLPerf Training speed ratios of
+# benchmarks/training_ratios.py, and train_mfu on one absolute figure (ANCHOR).
+TRAIN_BOUNDS: list[tuple[str, float, float]] = [
+    ("train_act_bytes", 20.0, 2000.0),
+    ("train_tp_exposed", 0.02, 1.0),
+    ("train_fp4_efficiency", 0.3, 1.0),
+]
+# NVIDIA Megatron-Bridge performance summary (NeMo 25.11): Llama3-8B pretraining on 8 DGX-H100
+# GPUs, FP8, 8,192-token sequences, 14,451 tokens/s per GPU (reference/scaleout-moe.md §1.6).
+ANCHOR = ("llama-3.1-8b", "h100-sxm", "fp8", 14_451.0)
+
+
+def _training():
+    spec = importlib.util.spec_from_file_location("planner_training_ratios", HERE / "training_ratios.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def training_objective(cal: Calibration, accs, models, keep=None) -> float:
+    """Mean |ln(predicted / measured)| of the speed ratios (rows in `keep` only, if given)."""
+    tr = _training()
+    rows = [r for r in tr.ratio_errors(accs, models, cal) if keep is None or r[0] in keep]
+    return sum(abs(math.log(p / m)) for _, _, m, p, _ in rows) / len(rows)
+
+
+def anchored_mfu(cal: Calibration, accs, models) -> float:
+    """train_mfu at which the planner's tokens/s per GPU equals ANCHOR's (time is ~ 1/train_mfu
+    in the matmul term only, so solve by bisection in log space)."""
+    from planner.physics import training
+    mid, aid, prec, measured = ANCHOR
+
+    def rate(mfu: float) -> float:
+        est = training.estimate(models[mid], accs[aid], "pretrain", 1e9, 8, seq=8192, precision=prec,
+                                cal=cal.with_(train_mfu=mfu))
+        return 1e9 / (est.hours * 3600) / 8
+    lo, hi = 0.1, 1.0
+    for _ in range(50):
+        mid_v = math.sqrt(lo * hi)
+        lo, hi = (mid_v, hi) if rate(mid_v) < measured else (lo, mid_v)
+    return math.sqrt(lo * hi)
+
+
+def fit_training(cal: Calibration, accs, models, keep=None, sweeps: int = 8, log=print) -> Calibration:
+    """Coordinate descent over TRAIN_BOUNDS on the ratios, train_mfu re-anchored after each sweep."""
+    total = training_objective(cal, accs, models, keep)
+    for sweep in range(sweeps):
+        start = total
+        for name, lo, hi in TRAIN_BOUNDS:
+            def f(x, name=name):
+                return training_objective(_with(cal, name, x), accs, models, keep)
+            x, fx = golden(f, math.log(lo), math.log(hi))
+            if fx < total - 1e-12:
+                cal, total = _with(cal, name, x), fx
+        cal = cal.with_(train_mfu=anchored_mfu(cal, accs, models))
+        total = training_objective(cal, accs, models, keep)
+        log(f"training sweep {sweep + 1}: mean |ln ratio error| {total:.5f}, train_mfu {cal.train_mfu:.4f}")
+        if abs(start - total) < 1e-5:
+            break
+    return cal
+
+
 def report(label: str, cal: Calibration, rows, accs, models) -> None:
     s = fid.summary(fid.evaluate(rows, accs, models, cal))
     parts = ", ".join(f"{k} {v[1]:.1f}%/{v[2]:.0f}%" for k, v in s.items())
@@ -154,7 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-start", action="store_true",
                     help="start from the current calibration.json instead of the literature defaults "
                          "(the default start makes the fit reproducible)")
+    ap.add_argument("--training", action="store_true",
+                    help="refit only the training factors (TRAIN_BOUNDS, train_mfu) from the current "
+                         "calibration.json; the serving factors stay as they are")
     args = ap.parse_args(argv)
+    if args.training:
+        return main_training(args.dry_run)
     all_rows = fid.load_rows(args.csv)
     rows = [r for r in all_rows if r["fit"]]
     accs, models = fid.load_tables()
@@ -172,7 +241,36 @@ def main(argv: list[str] | None = None) -> int:
     report("after ", cal, rows, accs, models)
     for name, _, _ in BOUNDS:
         print(f"  {name:22} {getattr(start, name):>10.4g} -> {getattr(cal, name):>10.4g}")
+    cal = training_fit_report(cal)
     if not args.dry_run:
+        cal.save(PATH)
+        print(f"wrote {PATH}")
+    return 0
+
+
+def training_fit_report(start: Calibration) -> Calibration:
+    accs, models = fid.load_tables()
+    tr = _training()
+    before = [r[4] for r in tr.ratio_errors(accs, models, start)]
+    cal = fit_training(start, accs, models)
+    names = [n for n, _, _ in TRAIN_BOUNDS] + ["train_mfu"]
+    base = start.fitted_on.split("; training")[0]
+    cal = cal.with_(**{n: round(getattr(cal, n), 4) for n in names},
+                    fitted_on=f"{base}; training factors {dt.date.today().isoformat()} on the "
+                              f"{len(before)} MLPerf Training ratios of benchmarks/training_ratios.py "
+                              f"and its Megatron-Bridge anchor")
+    after = [r[4] for r in tr.ratio_errors(accs, models, cal)]
+    print(f"training before: {tr.summary(before)}")
+    print(f"training after:  {tr.summary(after)} ({len(TRAIN_BOUNDS)} factors fitted on {len(after)} "
+          f"ratios; train_mfu anchored on {ANCHOR[0]} {ANCHOR[1]} {ANCHOR[2]} {ANCHOR[3]:,.0f} tok/s/GPU)")
+    for name in names:
+        print(f"  {name:22} {getattr(start, name):>10.4g} -> {getattr(cal, name):>10.4g}")
+    return cal
+
+
+def main_training(dry_run: bool) -> int:
+    cal = training_fit_report(Calibration.load())
+    if not dry_run:
         cal.save(PATH)
         print(f"wrote {PATH}")
     return 0

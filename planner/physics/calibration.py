@@ -32,8 +32,22 @@ class Calibration:
     prefill_mfu: float = 0.70
     """Same for prefill (aiconfigurator Llama-70B prefill: 0.42-0.70 of peak at bf16)."""
     train_mfu: float = 0.50
-    """Same for training: MFU 0.40 on an H100 (MAMF 0.80) is 0.50 of achievable (Megatron 41-56%
-    of peak, Llama 3.1 pretraining 38-43%)."""
+    """Same for a training step's matmuls (planner.physics.train_step). Default: MFU 0.40 on an
+    H100 (MAMF 0.80) is 0.50 of achievable (Megatron 41-56% of peak, Llama 3.1 pretraining 38-43%);
+    benchmarks/calibrate.py sets it so that Llama3-8B on 8x H100 in FP8 trains at the 14,451
+    tokens/s per GPU of NVIDIA's Megatron-Bridge performance summary, with the memory-bound and
+    tensor-parallel terms beside it."""
+    train_act_bytes: float = 400.0
+    """Bytes the memory-bound kernels of a training step move per token per layer per hidden unit
+    (norms, SwiGLU, residuals, RoPE, FP8/FP4 casts and transposes, dropout, forward and backward;
+    planner.physics.train_step). Fitted on the MLPerf Training rows (benchmarks/training_ratios.py)."""
+    train_tp_exposed: float = 0.5
+    """Share of a training step's tensor-parallel traffic not hidden behind the matmuls (NeMo
+    overlaps TP communication with GEMMs). Fitted on the MLPerf Training rows."""
+    train_fp4_efficiency: float = 0.6
+    """Share of the FP4 dense peak an NVFP4 training step's matmuls reach relative to the
+    accelerator's measured matmul efficiency (block-scale quantisation of the operands, the
+    higher-precision parts of the recipe). Fitted on the MLPerf Training v5.1 NVFP4 rows."""
     mem_util: float = 0.90
     """Fraction of the memory left after weights and the runtime reserve that a serving engine gives
     the KV cache (TRT-LLM kv_cache_free_gpu_mem_fraction 0.9; trtllm-bench uses 0.95)."""

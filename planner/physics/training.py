@@ -12,9 +12,12 @@ Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
 The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
 (vendors' "GB" memory labels are binary sizes; memory figures are stated in GiB, see physics.step).
 
-Time = k x (N_active + attention) x tokens / (n x train_eff x achievable peak x E(n)), with k = 6
-for full training (forward 2, backward 4) and 4 for LoRA/QLoRA (frozen weights need no weight
-gradients), and E(n) the scale-out efficiency of n accelerators by interconnect class
+Time = tokens x t / (n x E(n)) with t the accelerator-seconds per token of
+planner.physics.train_step: matmuls (k = 6 x N_active for full training, forward 2 + backward 4,
+4 x N for LoRA/QLoRA whose frozen weights need no weight gradients, plus attention) at the
+achievable FLOP/s of the precision, the memory-bound kernels between them at the memory
+bandwidth, and the exposed tensor-parallel traffic of a replica too large for one accelerator over
+the scale-up link; E(n) is the scale-out efficiency of n accelerators by interconnect class
 (scaleout_efficiency): E = r ^ log2(n / D) beyond D accelerators, r per doubling of the count.
   scale-up fabric (NVLink/NVSwitch, Infinity Fabric, ICI, NeuronLink, Gaudi RoCE; D = its domain):
       r = 0.95 across nodes on InfiniBand/RoCE: MLPerf Training Llama 3.1 405B on H100 + 8x400G
@@ -24,8 +27,10 @@ gradients), and E(n) the scale-out efficiency of n accelerators by interconnect 
   PCIe-only cards (scale-up kind pcie, a 2-card bridge, or none; D = 1): r = 0.78: MLPerf
       Training v4.0 L40S (PCIe Gen4) Llama 2 70B LoRA 64 -> 384, 77.7% per doubling
       (reference/scaleout-moe.md §1.2, all figures there [D] from the MLPerf logs).
-Parallelism the estimate assumes: ZeRO-3/FSDP data parallelism over all n (memory_per_acc); a
-model whose states need more than one scale-up domain is split tensor/pipeline-parallel inside the
+Parallelism the estimate assumes: ZeRO-3/FSDP data parallelism over all n (memory_per_acc), with
+tensor parallelism inside the scale-up domain when one replica's weights and activations do not
+fit one accelerator (train_step.tensor_parallel, priced per token there); a model whose states
+need more than one scale-up domain is split tensor/pipeline-parallel inside the
 domain and data-parallel across domains, which E(n) prices by the fabric it crosses.
 """
 
@@ -37,13 +42,13 @@ from dataclasses import dataclass
 from planner.data.catalog import Accelerator, Model
 from planner.physics import arch
 from planner.physics.calibration import Calibration, default
-from planner.physics.serving import achievable_flops
+from planner.physics import train_step
 
 GB = 1e9
 GIB = 2**30
 STATE_BYTES_FULL = 16.0
 ADAPTER_STATE_BYTES = 16.0
-FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
+FLOPS_FACTOR = train_step.FLOPS_FACTOR
 
 
 @dataclass
@@ -74,9 +79,7 @@ def adapter_params(m: Model, rank: int) -> float:
     return per_layer * m.layers
 
 
-def activation_bytes(m: Model, seq: int) -> float:
-    s, h = seq, m.hidden_size
-    return m.layers * 2 * s * h + 34 * s * h + s * m.vocab_size * 4
+activation_bytes = train_step.activation_bytes
 
 
 def memory_per_acc(m: Model, method: str, n: int, seq: int, rank: int = 16,
@@ -122,19 +125,16 @@ def scaleout_efficiency(acc: Accelerator, n: int) -> float:
     return r ** math.log2(n / domain)
 
 
-def parallelism_of(acc: Accelerator, n: int, need: int) -> str:
-    """How the run is laid out, in words."""
+def parallelism_of(acc: Accelerator, n: int, need: int, tp: int = 1) -> str:
+    """How the run is laid out, in words (tp: train_step.tensor_parallel's degree)."""
     domain = max(acc.scaleup_domain, 1)
     if n <= 1:
         return "one accelerator"
     inside = f"inside one {acc.scaleup_kind} domain" if n <= domain else f"across {math.ceil(n / domain)} scale-up domains"
     split = "FSDP/ZeRO-3 data parallel" if need <= domain else "tensor/pipeline parallel inside each domain, data parallel across"
+    if tp > 1 and need <= domain:
+        split = f"tensor parallel {tp} x FSDP/ZeRO-3 data parallel {n // tp}"
     return f"{split} on {n} accelerators {inside}"
-
-
-def train_flops(m: Model, method: str, tokens: float, seq: int) -> float:
-    per_token = arch.flops_per_token(m) + arch.attention_flops_per_token(m, seq / 2)
-    return FLOPS_FACTOR[method] / 2 * per_token * tokens
 
 
 def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int, seq: int = 2048,
@@ -150,10 +150,10 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
         reason = (f"{method} needs {mem / GIB:.1f} GiB per accelerator on {count}x {acc.name} "
                   f"({acc.memory_gb:g} GiB); at least {need} are needed")
     eff = scaleout_efficiency(acc, max(count, 1))
-    rate = count * cal.train_mfu * achievable_flops(acc, precision) * eff
-    hours = train_flops(m, method, tokens, seq) / rate / 3600
+    per_token = train_step.seconds_per_token(m, acc, method, seq, precision, cal, max(count, 1))
+    hours = tokens * per_token.total_s / (max(count, 1) * eff) / 3600
     regime = "capacity" if need > 1 or reason else ("interconnect" if eff < 0.8 else "compute")
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
                          accelerators_min=need, memory_gb_per_accelerator=mem / GIB,
                          memory_gb_capacity=acc.memory_gb, hours=hours, tokens=tokens, regime=regime,
-                         scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need))
+                         scaleout_efficiency=eff, parallelism=parallelism_of(acc, count, need, per_token.tp))

@@ -1,0 +1,115 @@
+"""Time per training token on one accelerator: matmuls, memory-bound work, tensor-parallel traffic.
+
+Per token, in accelerator-seconds (n accelerators together take tokens x t / n, before the
+scale-out efficiency of physics.training):
+
+    t = t_matmul + t_memory + tp x t_tp
+
+  t_matmul = k/2 x 2 N_matmul / (train_mfu x achievable(precision) x q(precision))
+           + k/2 x attention FLOPs at a mean context of seq/2 / (train_mfu x achievable(attn))
+      k = 6 for full training and pretraining (forward 2, backward 4), 4 for LoRA/QLoRA (frozen
+      weights get no weight gradient); achievable = dense peak x the chip's measured matmul
+      efficiency (physics.step.achievable_flops). Attention runs in FP8 when the matmuls run in
+      FP8 or FP4 (NVFP4 recipes keep attention in FP8: MLPerf Training v5.1 NVIDIA
+      config_common_fp4.sh, NVTE_DPA_FP8_RECIPE), otherwise in BF16.
+      q(fp4) = calibration train_fp4_efficiency: the share of the FP4 peak an NVFP4 training
+      step's matmuls keep relative to FP8 (block-scale quantisation of every operand, the
+      higher-precision wgrad/outliers); q = 1 for other precisions and on accelerators without
+      an FP4 peak, which run the matmuls in FP8.
+  t_memory = layers x train_act_bytes x hidden / tp / (eta_bw x memory bandwidth)
+      the memory-bound kernels between the matmuls (norms, SwiGLU, residual adds, RoPE, casts
+      to FP8/FP4 and their transposes, dropout, the optimizer's elementwise update): bytes moved
+      per token per layer per hidden unit, forward and backward, split over tp by sequence
+      parallelism. train_act_bytes is fitted (benchmarks/calibrate.py, MLPerf Training rows).
+  t_tp = layers x 4 x 2 (tp - 1)/tp x hidden x 2 B / (link_efficiency x scale-up GB/s)
+      tensor parallelism's four collectives per layer (forward and backward of attention and
+      MLP; all-reduce, or all-gather + reduce-scatter with sequence parallelism, the same bytes)
+      of the bf16 activations, over the scale-up link, times train_tp_exposed: the share not
+      hidden behind matmuls (NeMo overlaps TP communication with the GEMMs). Each of the tp
+      accelerators of a replica moves these bytes for every token the replica processes, so it
+      costs tp x t_tp accelerator-seconds per token.
+  tp = the smallest power of two (at most 8, at most the scale-up domain; 1 on PCIe-only cards)
+      at which one replica's bf16 weights (NF4 for QLoRA) / tp + one micro-batch's activations +
+      the runtime reserve fit the accelerator: what NeMo's recipes choose for Llama 2 70B LoRA
+      (MLPerf Training v4.0: TP4 on 80 GB H100, TP2 on 141 GB H200; v5.x: TP1 on 180 GB+ parts)
+      and for dense pretraining (Llama 3.1 405B TP8 on H100, TP4 on GB200: Megatron-Bridge
+      performance summary). An MoE's routed experts are left out: expert parallelism spreads them
+      over the data-parallel ranks (DeepSeek-V3: TP2 with EP64 on H100, no TP on GB200), and its
+      all-to-all is priced by the scale-out efficiency, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.data.catalog import Accelerator, Model
+from planner.physics import arch
+from planner.physics.calibration import Calibration
+from planner.physics.step import achievable_flops
+
+GIB = 2**30
+GB = 1e9
+ACT_BYTES = 2.0  # bf16 activations on the tensor-parallel collectives
+TP_MAX = 8
+PCIE_KINDS = ("pcie", "none")
+FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Accelerator-seconds per training token, by term."""
+    matmul_s: float
+    memory_s: float
+    tp_comm_s: float
+    tp: int
+
+    @property
+    def total_s(self) -> float:
+        return self.matmul_s + self.memory_s + self.tp_comm_s
+
+
+def activation_bytes(m: Model, seq: int) -> float:
+    """One micro-batch of `seq` tokens with full recompute (Korthikanti et al.): layers x 2 s h
+    checkpoints + 34 s h (one layer's working set, flash attention) + fp32 logits and gradient."""
+    s, h = seq, m.hidden_size
+    return m.layers * 2 * s * h + 34 * s * h + s * m.vocab_size * 4
+
+
+def tp_domain(acc: Accelerator) -> int:
+    """Largest tensor-parallel group the accelerator's scale-up fabric carries."""
+    if acc.scaleup_kind in PCIE_KINDS or acc.scaleup_domain <= 2:
+        return 1
+    return min(TP_MAX, acc.scaleup_domain)
+
+
+def tensor_parallel(m: Model, acc: Accelerator, method: str, seq: int, cal: Calibration,
+                    count: int | None = None) -> int:
+    """Tensor-parallel degree of one replica (see the module docstring)."""
+    precision = "nf4" if method == "qlora" else "bf16"
+    pc = arch.param_counts(m)
+    routed = pc["moe_layers"] * m.experts * pc["expert_params"] if m.is_moe else 0
+    weights = arch.weight_bytes(m, precision) - routed * arch.bytes_per_param(precision)
+    fixed = activation_bytes(m, seq) + cal.reserve_gb * GB
+    cap = acc.memory_gb * GIB
+    top = min(tp_domain(acc), max(count or TP_MAX, 1))
+    tp = 1
+    while tp * 2 <= top and weights / tp + fixed > cap:
+        tp *= 2
+    return tp
+
+
+def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precision: str,
+                      cal: Calibration, count: int | None = None) -> StepTime:
+    """Accelerator-seconds per training token (see the module docstring)."""
+    k = FLOPS_FACTOR[method] / 2
+    # an accelerator without an FP4 peak runs an FP4 job's matmuls in FP8 (Accelerator.peak_tflops)
+    quality = cal.train_fp4_efficiency if precision == "fp4" and acc.fp4_tflops else 1.0
+    attn_prec = "fp8" if precision in ("fp4", "fp8") else "bf16"
+    matmul = (k * arch.flops_per_token(m) / (cal.train_mfu * achievable_flops(acc, precision) * quality)
+              + k * arch.attention_flops_per_token(m, seq / 2) / (cal.train_mfu * achievable_flops(acc, attn_prec)))
+    tp = tensor_parallel(m, acc, method, seq, cal, count)
+    memory = m.layers * cal.train_act_bytes * m.hidden_size / tp / (cal.eta_bw * acc.mem_bw_tbps * 1e12)
+    per_collective = 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
+    link = cal.link_efficiency * acc.scaleup_gbps * GB
+    comm = m.layers * 4 * per_collective / link * cal.train_tp_exposed
+    return StepTime(matmul, memory, tp * comm, tp)

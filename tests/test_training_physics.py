@@ -1,0 +1,111 @@
+"""Issue 14, training: step time by term (matmuls, memory-bound kernels, tensor-parallel traffic),
+the precision MLPerf submitters trained in, and the fidelity of the speed ratios across accelerators."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pytest
+
+from planner.data.catalog import _read_rows, _validate_rows
+from planner.physics import train_step, training
+from planner.physics.calibration import Calibration
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOG = ROOT / "catalog"
+ACCS = _validate_rows("accelerators", _read_rows(CATALOG / "accelerators.csv"), CATALOG / "accelerators.csv")
+MODELS = _validate_rows("models", _read_rows(CATALOG / "models.yaml"), CATALOG / "models.yaml")
+CAL = Calibration.load()
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tok_per_s(model: str, acc: str, method: str, n: int, precision: str, seq: int = 8192) -> float:
+    est = training.estimate(MODELS[model], ACCS[acc], method, 1e9, n, seq=seq, precision=precision)
+    return 1e9 / (est.hours * 3600)
+
+
+@pytest.mark.parametrize("acc,tp", [("h100-sxm", 4), ("h200-sxm", 2), ("b200", 1), ("mi300x", 1),
+                                    ("rtx-6000-ada", 1)])
+def test_llama2_70b_lora_tensor_parallel_degree_is_what_the_nemo_recipes_use(acc, tp):
+    # MLPerf Training v4.0 NVIDIA configs: DGXH100 ...tp4, DGXH200 ...tp2; v5.x B200/MI300X: TP1.
+    # A PCIe card has no fabric for tensor parallelism.
+    assert train_step.tensor_parallel(MODELS["llama-2-70b"], ACCS[acc], "lora", 8192, CAL) == tp
+
+
+def test_moe_routed_experts_are_not_tensor_parallel():
+    # DeepSeek-V3 on GB200: its 671B would need TP8 if dense; expert parallelism holds the experts
+    assert train_step.tensor_parallel(MODELS["deepseek-v3"], ACCS["gb200"], "pretrain", 4096, CAL) <= 2
+    assert train_step.tensor_parallel(MODELS["llama-3.1-405b"], ACCS["gb200"], "pretrain", 8192, CAL) >= 4
+
+
+def test_h200_trains_70b_lora_faster_than_h100_with_the_same_flops():
+    # same dense peak and matmul efficiency; the H200's 141 GB halve the tensor-parallel traffic and
+    # its 4.8 TB/s speed the memory-bound kernels: MLPerf measured 1.15x (v4.0) and 1.19x (v4.1)
+    assert ACCS["h200-sxm"].fp8_tflops == ACCS["h100-sxm"].fp8_tflops
+    ratio = tok_per_s("llama-2-70b", "h200-sxm", "lora", 8, "fp8") / tok_per_s("llama-2-70b", "h100-sxm", "lora", 8, "fp8")
+    assert 1.08 < ratio < 1.25
+
+
+def test_fp4_speeds_up_less_than_its_peak():
+    # NVFP4 doubles the matmul peak but not attention (FP8) nor the memory-bound kernels: the MLPerf
+    # v5.1 B200 LoRA step took 1.11 s in NVFP4 against 1.51 s in FP8 in v5.0 (1.36x)
+    gain = tok_per_s("llama-3.1-8b", "b200", "pretrain", 8, "fp4") / tok_per_s("llama-3.1-8b", "b200", "pretrain", 8, "fp8")
+    assert 1.1 < gain < 1.7
+
+
+def test_step_terms_are_all_positive_and_sum_to_the_total():
+    t = train_step.seconds_per_token(MODELS["llama-2-70b"], ACCS["h100-sxm"], "lora", 8192, "fp8", CAL, 8)
+    assert t.matmul_s > 0 and t.memory_s > 0 and t.tp_comm_s > 0 and t.tp == 4
+    assert t.total_s == pytest.approx(t.matmul_s + t.memory_s + t.tp_comm_s)
+    one = train_step.seconds_per_token(MODELS["llama-3.1-8b"], ACCS["h100-sxm"], "pretrain", 8192, "fp8", CAL, 8)
+    assert one.tp == 1 and one.tp_comm_s == 0
+
+
+def test_training_speed_ratios_across_accelerators_meet_the_issue_target():
+    tr = _bench("training_ratios")
+    rows = tr.ratio_errors(ACCS, MODELS, CAL)
+    errs = [r[4] for r in rows]
+    assert len(errs) == 20
+    assert statistics.median(abs(e) for e in errs) <= 10  # issue 14 target
+    assert abs(statistics.median(errs)) <= 5              # and no bias (it was -10%)
+    # every accelerator family but Gaudi2 (Intel's recipe: DeepSpeed ZeRO-3 and full activation
+    # checkpointing, an extra forward pass the planner's layout does not assume) within 20%
+    assert all(abs(e) <= 20 for (row, _, _, _, e) in rows if row[2] != "gaudi2")
+
+
+def test_absolute_training_rate_is_anchored_and_checks_hold():
+    tr = _bench("training_ratios")
+    rates = tr.absolute_rates(ACCS, MODELS, CAL)
+    assert abs(rates[0][5]) <= 2  # the anchor: Llama3-8B, 8x H100, FP8, 14,451 tok/s/GPU
+    # the other 8B and 70B rows of the Megatron-Bridge summary, not fitted: within 20%
+    assert all(abs(r[5]) <= 20 for r in rates if r[0] != "llama-3.1-405b")
+
+
+def test_training_calibration_is_the_fit_of_its_data():
+    # refitting from the stored factors stays where it is: calibration.json is the fit of these rows
+    cal = _bench("calibrate")
+    refit = cal.fit_training(CAL, ACCS, MODELS, log=lambda *_: None)
+    for name in ("train_act_bytes", "train_tp_exposed", "train_fp4_efficiency", "train_mfu"):
+        assert getattr(refit, name) == pytest.approx(getattr(CAL, name), rel=0.03), name
+
+
+def test_the_estimate_says_which_tensor_parallel_layout_it_priced():
+    est = training.estimate(MODELS["llama-2-70b"], ACCS["h100-sxm"], "lora", 1e9, 8, seq=8192, precision="fp8")
+    assert est.parallelism.startswith("tensor parallel 4 x FSDP/ZeRO-3 data parallel 2 on 8")
+    small = training.estimate(MODELS["llama-3.1-8b"], ACCS["h100-sxm"], "pretrain", 1e9, 8, seq=8192)
+    assert small.parallelism.startswith("FSDP/ZeRO-3 data parallel on 8")
+
+
+def test_fp4_on_an_accelerator_without_fp4_is_fp8_speed_and_tp_is_a_power_of_two():
+    assert ACCS["h100-sxm"].fp4_tflops is None
+    assert tok_per_s("llama-3.1-8b", "h100-sxm", "pretrain", 8, "fp4") == pytest.approx(
+        tok_per_s("llama-3.1-8b", "h100-sxm", "pretrain", 8, "fp8"))
+    assert train_step.tensor_parallel(MODELS["llama-2-70b"], ACCS["h100-sxm"], "lora", 8192, CAL, count=6) == 4
