@@ -84,3 +84,12 @@ def test_full_finetune_70b_needs_a_node(plan_cli):
 def test_bad_estimate_input_exit_2(plan_cli, args, fragment):
     r = plan_cli("estimate", *args)
     assert r.code == 2 and fragment in r.err
+
+
+def test_a_training_estimate_computes_in_the_precision_asked(plan_cli):
+    args = ("--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--count", "8", "--stage", "finetune",
+            "--tokens", "1e9")
+    bf16, fp8 = (est(plan_cli, *args, "--precision", p)["hours"] for p in ("bf16", "fp8"))
+    assert 1.3 < bf16 / fp8 < 2.0  # H100's FP8 matmuls at twice the BF16 peak; memory-bound work does not halve
+    r = plan_cli("estimate", *args, "--precision", "int4")
+    assert r.code == 2 and "training computes in bf16 or fp8" in r.err and "Traceback" not in r.err

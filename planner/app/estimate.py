@@ -13,6 +13,8 @@ from planner.physics import arch, disagg, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 KV_PRECISIONS = ("bf16", "fp8", "int8")
+TRAIN_PRECISIONS = ("bf16", "fp8")
+"""the precisions a fine-tuning or pretraining job computes in (as the scenario's training jobs)"""
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
@@ -62,6 +64,9 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
     for flag, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(Problem(f"unknown value '{value}'", flag, "use one of: " + ", ".join(allowed)))
+    if req.stage != "serve" and req.precision in PRECISIONS and req.precision not in TRAIN_PRECISIONS:
+        problems.append(Problem(f"{req.precision} is a serving precision; training computes in "
+                                "bf16 or fp8", "--precision", "use one of: " + ", ".join(TRAIN_PRECISIONS)))
     if req.batch is not None and req.max_throughput:
         problems.append(Problem("--batch and --max-throughput exclude each other", "--batch",
                                 "give one of them"))
@@ -85,7 +90,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     base = {"model": m.id, "accelerator": acc.id, "count": req.count, "stage": req.stage}
     if req.stage != "serve":
         method = "pretrain" if req.stage == "pretrain" else req.method
-        est = training.estimate(m, acc, method, req.tokens, req.count, precision="bf16")
+        est = training.estimate(m, acc, method, req.tokens, req.count, precision=req.precision)
         return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
     kv = kv_precision_of(req.precision, req.kv_precision)
     if req.layout == "ep-dp" and not m.is_moe:
