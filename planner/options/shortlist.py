@@ -16,9 +16,10 @@ capacity, caps apply per run), so only its cheapest rented pair can be chosen; t
 Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds); a
 plan built on a shortlist is never called optimal unless the full model's bound proves it
 (milp/prune.py adds the pairs the full model's LP relaxation uses and measures the gap against it):
-per serving demand keep the cheapest pair of each acquisition mode, the cheapest rental with no
-availability cap (so caps cannot make the shortlist infeasible), then the cheapest others while they
-cost at most (1 + MARGIN) x the best, up to KEEP pairs. Owned offers kept by any serving demand
+per serving demand keep every pair of a half of a replica split across two system types
+(options/crossdisagg.py: at most 3 pairs of systems a demand, priced only together), and of the rest
+the cheapest pair of each acquisition mode, the cheapest rental with no availability cap (so caps
+cannot make the shortlist infeasible), then the cheapest others while they cost at most (1 + MARGIN) x the best, up to KEEP pairs. Owned offers kept by any serving demand
 form the shared pool; batch runs keep every owned pair on the pool (fine-tuning in idle
 hours of boxes bought for serving) and, elsewhere, their KEEP_BATCH_OWNED cheapest owned pairs whose
 standalone cost (whole systems bought for these runs alone) is within MARGIN of renting. A plan built
@@ -116,6 +117,10 @@ def _cheapest_rental_only(s, cat, opts, dk, pairs, owned) -> list[Pair]:
 
 
 def _shortlist_serve(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+    halves = [p for p in pairs if opts.serve[dk][p[0]].half is not None]
+    if halves:  # the halves of a pair across two systems are priced only together: keep them all
+        rest = [p for p in pairs if opts.serve[dk][p[0]].half is None]
+        return sorted(_shortlist_serve(s, cat, opts, dk, rest, owned) + halves)
     if len(pairs) <= KEEP:
         return pairs
     ranked = _ranked(s, cat, opts, dk, pairs)
