@@ -14,12 +14,18 @@ demand may use (USD per accelerator-year: rent x hours / accelerators; owned: fi
 hours, per accelerator, as the MILP charges it):
     cost/user = c_d slots_d / b + c_p slots_p (L / P) / b     (L / P prefill replicas per decode replica)
 A pair is offered when that beats the best single-system option of the demand at the same prices
-(aggregated, or disaggregated inside one system), at most MAX_PAIRS pairs, cheapest first. The
+(aggregated, or disaggregated inside one system), and the whole systems of both types the demand
+would need alone (its users in decode replicas, the prefill replicas they need) cost less than the
+whole systems of the cheapest single-system option for it alone: a small demand that fills a part
+of one system of each type is not offered a pair (sharing those systems with other jobs could
+redeem it; not searched). At most MAX_PAIRS pairs (systems and TPs), cheapest per user first. The
 decode half's basis_note names both systems and says by how much it wins at those prices; the
 MILP then prices the whole fleet (whole systems, N+1, capacity shared with other jobs) and picks.
 """
 
 from __future__ import annotations
+
+import math
 
 from planner.data.jobs import hours_per_year
 from planner.options.types import Half, ServeOption
@@ -70,6 +76,11 @@ def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
     return out
 
 
+def _whole(usd_per_accelerator: float, accelerators: float, system) -> float:
+    """Yearly cost of the whole systems that hold `accelerators` (at the cheapest offer)."""
+    return usd_per_accelerator * system.accelerators * math.ceil(accelerators / system.accelerators - 1e-9)
+
+
 def _describe(o: ServeOption) -> str:
     if o.basis_note.startswith("disaggregated:"):
         return f"the best single-system option, {o.basis_note.split(' on one ')[0]} on one {o.system}"
@@ -86,10 +97,12 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
     engine = getattr(job, "engine", None)
     systems = sorted({opts.offers[oid].system for oid in opts.eligible[d.key]})
     price = {sid: usd_per_accelerator_year(s, opts, d, cat.systems[sid]) for sid in systems}
-    base = [(price[o.system] * o.accelerator_slots / o.users_per_replica, _describe(o)) for o in found
-            if o.half is None and o.users_per_replica >= 1 and price.get(o.system) is not None]
+    base = [(price[o.system] * o.accelerator_slots / o.users_per_replica, _describe(o),
+             _whole(price[o.system], o.accelerator_slots * math.ceil(d.users / o.users_per_replica), cat.systems[o.system]))
+            for o in found if o.half is None and o.users_per_replica >= 1 and price.get(o.system) is not None]
     best_single = min(base, default=None)
     best_aggregated = min((b for b in base if "aggregated option" in b[1]), default=None)
+    alone = min((b[2] for b in base), default=math.inf)
     wl = d.workload
     pairs = []
     for p_id in systems:
@@ -101,16 +114,14 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
             for tp_p, slots_p, ph, tp_d, slots_d, dh in _halves(m, cat, wl, sp, sd, d.min_tokens_per_s,
                                                                  d.max_ttft_s, slots_of, cache, engine):
                 per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
-                if best_single is None or per_user < best_single[0] * (1 - 1e-9):
+                n_d = math.ceil(d.users / dh.users)
+                fleet = (_whole(price[d_id], n_d * slots_d, sd)
+                         + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
+                if best_single is None or (per_user < best_single[0] * (1 - 1e-9) and fleet < alone * (1 - 1e-9)):
                     pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh))
     pairs.sort(key=lambda x: x[:5])
-    chosen, seen = [], set()
-    for pair in pairs:
-        if (pair[1], pair[2]) not in seen and len(chosen) < MAX_PAIRS:
-            seen.add((pair[1], pair[2]))
-            chosen.append(pair)
     out = []
-    for per_user, p_id, d_id, tp_p, tp_d, ph, dh in chosen:
+    for per_user, p_id, d_id, tp_p, tp_d, ph, dh in pairs[:MAX_PAIRS]:
         out += _pair_options(m, cat, d, wl, p_id, d_id, tp_p, tp_d, ph, dh, per_user,
                              _than(per_user, best_single, best_aggregated), slots_of, engine)
     return out
