@@ -5,8 +5,8 @@
 Each case is one serving job on H100 and H200 nodes (the catalog's offers, explanations off),
 planned twice: with the pairs offered (as shipped) and with none (options.crossdisagg.MAX_PAIRS = 0,
 so aggregated serving and disaggregation inside one system only). Prints each plan's cost per year,
-the users it serves per accelerator held, the saving, the pair chosen (prefill system x replicas ->
-decode system x replicas) and the wall time of each plan. A pair the physics offers may still lose
+the users it serves per accelerator held, the saving, the pairs chosen (prefill system, replicas x TP ->
+decode system, replicas x TP) and the wall time of each plan. A pair the physics offers may still lose
 to whole systems of one type (small demands): the two costs are then equal.
 """
 
@@ -49,16 +49,20 @@ def run(s: Scenario) -> tuple[float, float, str, float]:
     plan = make_plan(s, explain="none")
     seconds = time.perf_counter() - start
     accs = sum(f["accelerators"] for f in plan["fleet"])
-    halves = {p["disaggregated"]["role"]: p for p in plan["jobs"][0]["placements"] if "disaggregated" in p}
-    pair = (f"{halves['prefill']['system']} x{halves['prefill']['replicas']} TP{halves['prefill']['tensor_parallel']}"
-            f" -> {halves['decode']['system']} x{halves['decode']['replicas']} TP{halves['decode']['tensor_parallel']}"
-            if halves else "-")
+    pairs: dict[tuple, dict] = {}
+    for p in plan["jobs"][0]["placements"]:
+        if "disaggregated" in p:
+            h = p["disaggregated"]
+            key = (h["prefill_system"], h["prefill_tensor_parallel"], h["decode_system"], h["decode_tensor_parallel"])
+            pairs.setdefault(key, {})[h["role"]] = p["replicas"]
+    pair = ", ".join(f"{ps} {got.get('prefill', 0)}x TP{tp_p} -> {ds} {got.get('decode', 0)}x TP{tp_d}"
+                     for (ps, tp_p, ds, tp_d), got in sorted(pairs.items())) or "-"
     return plan["total_cost_usd_per_year"], s.jobs[0].concurrent_users / accs, pair, seconds
 
 
 def main() -> int:
     print(f"{'case':<44} {'$/yr with':>12} {'$/yr without':>13} {'saving':>7} {'users/acc':>10} "
-          f"{'(without)':>9}  pair chosen; seconds with/without")
+          f"{'(without)':>9}  pairs chosen; seconds with/without")
     for case in CASES:
         with_cost, with_upa, pair, t1 = run(scenario(*case))
         keep = crossdisagg.MAX_PAIRS
