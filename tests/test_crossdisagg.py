@@ -127,3 +127,36 @@ def test_forgery_of_a_split_is_caught(label, mutate, says):
     result = _forged(mutate)
     assert not result.ok, label
     assert any(says in f for f in result.failures), result.failures
+
+
+def _mix() -> Scenario:
+    s = _rag(400).model_dump(exclude_none=True)
+    job = s["jobs"][0]
+    for key in ("input_tokens", "output_tokens"):
+        job.pop(key)
+    job["request_mix"] = [{"input_tokens": 8192, "output_tokens": 256, "share": 0.7},
+                          {"input_tokens": 4096, "output_tokens": 256, "share": 0.3}]
+    return Scenario.model_validate(s)
+
+
+def test_pooled_request_sizes_share_the_halves_and_verify(monkeypatch):
+    s = _mix()
+    plan = make_plan(s, explain="none")
+    halves = [r for r in plan.get("pools", []) if "disaggregated" in r]
+    assert {r["disaggregated"]["role"] for r in halves} == {"prefill", "decode"}
+    prefill = next(r for r in halves if r["disaggregated"]["role"] == "prefill")
+    assert prefill["system"] == "h100-sxm-x8" and set(prefill["load"]) == {"rag/8192x256", "rag/4096x256"}
+    assert verify(plan, s, resolve(s)).ok
+    # a part's prefill load cut by a third: its prompts are no longer admitted
+    forged = copy.deepcopy(plan)
+    part = next(p for p in forged["jobs"][0]["placements"] if p["part"] == "rag/8192x256"
+                and (p.get("disaggregated") or {}).get("role") == "prefill")
+    part["replica_load"] *= 2 / 3
+    for r in forged["pools"]:
+        if r.get("disaggregated", {}).get("role") == "prefill":
+            r["load"]["rag/8192x256"] = part["replica_load"]
+    result = verify(forged, s, resolve(s))
+    assert not result.ok and any("admits" in f for f in result.failures), result.failures
+    monkeypatch.setattr(cross_options, "MAX_PAIRS", 0)
+    alone = make_plan(s, explain="none")
+    assert alone["total_cost_usd_per_year"] > plan["total_cost_usd_per_year"] * 1.1

@@ -126,6 +126,17 @@ class DisaggHalf(Part):
                                               "(in ttft_s)")
 
 
+class PoolHalf(Part):
+    """Which half of which pair across two system types a pool's replicas are (DisaggHalf without
+    the per-part figures)."""
+
+    role: Literal["prefill", "decode"] = Field(description="prefill or decode")
+    prefill_system: str = Field(description="catalog system id of the pair's prefill half")
+    prefill_tensor_parallel: int = Field(description="tensor-parallel degree of one prefill replica")
+    decode_system: str = Field(description="catalog system id of the pair's decode half")
+    decode_tensor_parallel: int = Field(description="tensor-parallel degree of one decode replica")
+
+
 class PoolRow(Part):
     """Replicas shared by several serving parts (policy.pool_jobs) on one configuration and offer."""
 
@@ -139,6 +150,8 @@ class PoolRow(Part):
     replicas: int = Field(description="replicas the pool holds here")
     load: dict[str, float] = Field(description="part -> replicas' worth of load it puts here; the sum is at "
                                                "most replicas (Melange's fractional load)")
+    disaggregated: PoolHalf = absent("set when the replicas are one half of replicas split across two "
+                                     "system types: which half of which pair")
 
 
 class UnitCost(Part):

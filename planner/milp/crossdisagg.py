@@ -6,8 +6,12 @@ it unchanged: the decode half's users count in the demand row, the prefill half 
 demand d, pair q = (prefill system, decode system, TP_p, TP_d) and year t, the prefill halves admit
 the prompts the decode halves ask for:
   link   sum_{i prefill of q, o} P_i y[d,i,o,t] >= sum_{i decode of q, o} L_i y[d,i,o,t]
+  most   the same left side <= the right side + P (whole replicas round up by less than one: no idle
+         prefill replica; + 0 for a pooled demand, whose y is a continuous load)
 with P_i prompts per second one prefill replica admits within the TTFT limit and L_i prompts per
-second one decode replica asks (users / (OSL x TPOT)), physics.crossdisagg.
+second one decode replica asks (users / (OSL x TPOT)), physics.crossdisagg. A pooled demand's y is
+its load on the pool's replicas (pooling.py; config_of keeps halves apart from aggregated replicas),
+so the same rows hold for it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ def define_cross_links(fm) -> None:
         admit = pulp.lpSum(h.prompts_per_s * v for h, v in terms if h.role == "prefill")
         ask = pulp.lpSum(h.prompts_per_s * v for h, v in terms if h.role == "decode")
         fm.add("disagg-link", (dk, *pair, t), admit >= ask)
+        # no idle prefill halves: whole replicas round up by less than one (a pooled demand's load is exact)
+        one = 0.0 if fm.options.demands[dk].pool else max((h.prompts_per_s for h, _ in terms if h.role == "prefill"),
+                                                           default=0.0)
+        fm.add("disagg-link-most", (dk, *pair, t), admit <= ask + one)
 
 
 def half_row(half) -> dict:

@@ -15,8 +15,8 @@ hours, per accelerator, as the MILP charges it):
     cost/user = c_d slots_d / b + c_p slots_p (L / P) / b     (L / P prefill replicas per decode replica)
 A pair is offered when that beats the best single-system option of the demand at the same prices
 (aggregated, or disaggregated inside one system), and the whole systems of both types the demand
-would need alone (its users in decode replicas, the prefill replicas they need) cost less than the
-whole systems of the cheapest single-system option for it alone: a small demand that fills a part
+would need alone (its users, or its pool's under policy.pool_jobs, in decode replicas, and the
+prefill replicas they need) cost less than the whole systems of the cheapest single-system option: a small demand that fills a part
 of one system of each type is not offered a pair (sharing those systems with other jobs could
 redeem it; not searched). At most MAX_PAIRS pairs (systems and TPs), cheapest per user first. The
 decode half's basis_note names both systems and says by how much it wins at those prices; the
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from planner.data.jobs import hours_per_year
+from planner.data.jobs import demands_of, hours_per_year
 from planner.options.types import Half, ServeOption
 from planner.physics import costs, crossdisagg, serving
 
@@ -76,6 +76,17 @@ def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
     return out
 
 
+def _pool_users(s, d, cache: dict) -> int:
+    """The users the whole-system test sizes for: the demand's, or its pool's (policy.pool_jobs:
+    the pool's parts share the halves' replicas)."""
+    if d.pool is None:
+        return d.users
+    key = ("pool-users", d.pool)
+    if key not in cache:
+        cache[key] = sum(x.users for x in demands_of(s) if x.pool == d.pool)
+    return cache[key]
+
+
 def _whole(usd_per_accelerator: float, accelerators: float, system) -> float:
     """Yearly cost of the whole systems that hold `accelerators` (at the cheapest offer)."""
     return usd_per_accelerator * system.accelerators * math.ceil(accelerators / system.accelerators - 1e-9)
@@ -90,15 +101,16 @@ def _describe(o: ServeOption) -> str:
 def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: dict,
             measured: bool = False) -> list[ServeOption]:
     """The halves of the pairs offered to demand d (see the module docstring); `found` is the
-    demand's single-system options. None for batch and edge demands, pooled demands (a pool shares
-    replicas of one split) or where the user's measurements replace the physics (`measured`)."""
-    if d.kind != "serve" or d.pool is not None or measured:
+    demand's single-system options. None for batch and edge demands or where the user's
+    measurements replace the physics (`measured`)."""
+    if d.kind != "serve" or measured:
         return []
     engine = getattr(job, "engine", None)
+    users = _pool_users(s, d, cache)
     systems = sorted({opts.offers[oid].system for oid in opts.eligible[d.key]})
     price = {sid: usd_per_accelerator_year(s, opts, d, cat.systems[sid]) for sid in systems}
     base = [(price[o.system] * o.accelerator_slots / o.users_per_replica, _describe(o),
-             _whole(price[o.system], o.accelerator_slots * math.ceil(d.users / o.users_per_replica), cat.systems[o.system]))
+             _whole(price[o.system], o.accelerator_slots * math.ceil(users / o.users_per_replica), cat.systems[o.system]))
             for o in found if o.half is None and o.users_per_replica >= 1 and price.get(o.system) is not None]
     best_single = min(base, default=None)
     best_aggregated = min((b for b in base if "aggregated option" in b[1]), default=None)
@@ -114,7 +126,7 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
             for tp_p, slots_p, ph, tp_d, slots_d, dh in _halves(m, cat, wl, sp, sd, d.min_tokens_per_s,
                                                                  d.max_ttft_s, slots_of, cache, engine):
                 per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
-                n_d = math.ceil(d.users / dh.users)
+                n_d = math.ceil(users / dh.users)
                 fleet = (_whole(price[d_id], n_d * slots_d, sd)
                          + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
                 if best_single is None or (per_user < best_single[0] * (1 - 1e-9) and fleet < alone * (1 - 1e-9)):

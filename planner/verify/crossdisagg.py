@@ -40,7 +40,7 @@ def check_half(p: dict, part, job, m, cat, v: Verification, where: str, links: d
     v.check("disaggregation", close(h["kv_transfer_ms"], kv * 1e3, 1e-3, 0.01),
             f"{where}: reports the KV over the network in {h['kv_transfer_ms']} ms, physics gives {kv * 1e3:.2f}")
     side = links.setdefault((sp.id, sd.id, tp_p, tp_d), {"prefill": 0.0, "decode": 0.0})
-    side[h["role"]] += p["replicas"] * pps
+    side[h["role"]] += (p["replica_load"] if "pool" in p else p["replicas"]) * pps  # a pooled part: its load
     return (0 if h["role"] == "prefill" else dh.users), 1.0 / dh.tpot_s, ph.ttft_s
 
 
