@@ -160,3 +160,18 @@ def test_pooled_request_sizes_share_the_halves_and_verify(monkeypatch):
     monkeypatch.setattr(cross_options, "MAX_PAIRS", 0)
     alone = make_plan(s, explain="none")
     assert alone["total_cost_usd_per_year"] > plan["total_cost_usd_per_year"] * 1.1
+
+
+@pytest.mark.parametrize("cut, ok", [(0.00004, True), (0.01, False)])
+def test_pooled_loads_are_read_to_their_four_decimals(cut, ok):
+    # a pooled part's load is stated to 4 decimals: the link holds within that rounding, not beyond
+    s = _mix()
+    plan = copy.deepcopy(make_plan(s, explain="none"))
+    for p in plan["jobs"][0]["placements"]:
+        if (p.get("disaggregated") or {}).get("role") == "prefill":
+            p["replica_load"] = round(p["replica_load"] - cut * (p["replica_load"] if not ok else 1), 6)
+            for r in plan["pools"]:
+                if r.get("disaggregated", {}).get("role") == "prefill" and p["part"] in r["load"]:
+                    r["load"][p["part"]] = p["replica_load"]
+    result = verify(plan, s, resolve(s))
+    assert not any("admits" in f for f in result.failures) == ok, result.failures
