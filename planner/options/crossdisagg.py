@@ -9,18 +9,19 @@ halves ask for. Capacity, rentals, N+1, power and budgets see two ordinary optio
 
 Which pairs are offered (the physics must say the pair can win): for each ordered pair of the
 demand's system types whose accelerators differ, share a vendor and have a scale-out network in the
-catalog, the (TP_p, TP_d) with the lowest yearly cost per user at each system's cheapest offer the
-demand may use (USD per accelerator-year: rent x hours / accelerators; owned: fixed + busy power x
+catalog, and each (TP_p, TP_d), the yearly cost per user at each system's cheapest offer the demand
+may use (c: USD per accelerator-year; rent x hours / accelerators; owned: fixed + busy power x
 hours, per accelerator, as the MILP charges it):
     cost/user = c_d slots_d / b + c_p slots_p (L / P) / b     (L / P prefill replicas per decode replica)
 A pair is offered when that beats the best single-system option of the demand at the same prices
 (aggregated, or disaggregated inside one system), and the whole systems of both types the demand
 would need alone (its users, or its pool's under policy.pool_jobs, in decode replicas, and the
-prefill replicas they need) cost less than the whole systems of the cheapest single-system option: a small demand that fills a part
-of one system of each type is not offered a pair (sharing those systems with other jobs could
-redeem it; not searched). At most MAX_PAIRS pairs (systems and TPs), cheapest per user first. The
-decode half's basis_note names both systems and says by how much it wins at those prices; the
-MILP then prices the whole fleet (whole systems, N+1, capacity shared with other jobs) and picks.
+prefill replicas they need) cost less than the whole systems of the cheapest single-system option:
+a small demand that fills a part of one system of each type is not offered a pair (sharing those
+systems with other jobs could redeem it; not searched). At most MAX_PAIRS pairs (systems and TPs),
+cheapest per user first. Each half's basis_note names both systems and says by how much the pair
+beats the best single-system and the best aggregated option at those prices; the MILP then prices
+the whole fleet (whole systems, N+1, capacity shared with other jobs) and picks.
 """
 
 from __future__ import annotations
