@@ -175,3 +175,10 @@ def test_pooled_loads_are_read_to_their_four_decimals(cut, ok):
                     r["load"][p["part"]] = p["replica_load"]
     result = verify(plan, s, resolve(s))
     assert not any("admits" in f for f in result.failures) == ok, result.failures
+
+
+def test_brief_names_both_halves():
+    from planner.cli.brief import brief_text
+
+    out = brief_text(shipped_plan("long-prompts.yaml", False)[1], 100)
+    assert "prefill on 87x h100-sxm TP1, decode on 3x h200-sxm TP4" in out, out
