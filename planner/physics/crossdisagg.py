@@ -28,7 +28,10 @@ them: milp/crossdisagg.py):
     link          prefill halves of a pair cover the decode halves' prompts:
                   sum P y_prefill >= sum L y_decode (per demand and pair of systems).
 Not modelled: prefix caching, load imbalance between replicas, a KV layout conversion between two
-engines or accelerator vendors (the pair is offered only between accelerators of the same vendor).
+engines or accelerator vendors (the pair is offered only between accelerators of the same vendor),
+and, where several request sizes share prefill replicas (policy.pool_jobs), the queue of mixed
+prompt sizes: each size is sized at its own rho and service time (an M/G/1 wait with E[S^2] of the
+mix would be longer for the short prompts' share).
 """
 
 from __future__ import annotations
