@@ -37,6 +37,21 @@ def _placement(p: dict, shared: set, more: int) -> str:
     return what + (f"; {p['binding']} binds" if p.get("binding") else "")
 
 
+def _split(placements: list[dict]) -> str:
+    """'prefill on ..., decode on ...' when a job's replicas are split across two system types."""
+    halves = {}
+    for p in placements:
+        h = p.get("disaggregated")
+        if h and p["replicas"] * p["accelerators_per_replica"] > halves.get(h["role"], (0,))[0]:
+            halves[h["role"]] = (p["replicas"] * p["accelerators_per_replica"], p)
+    if set(halves) != {"prefill", "decode"}:
+        return ""
+    pre, dec = halves["prefill"][1], halves["decode"][1]
+    return (f"prefill on {pre['replicas']:,}x {pre['accelerator']} TP{pre['tensor_parallel']}, decode on "
+            f"{dec['replicas']:,}x {dec['accelerator']} TP{dec['tensor_parallel']} ({dec['users_per_replica']:,} "
+            f"users each), the KV over the network")
+
+
 def _shared(plan: dict) -> tuple[list[dict], set]:
     """The plan's pool rows that several parts share, and their (part, offer) pairs."""
     rows = [r for r in plan.get("pools") or [] if len(r["load"]) > 1]
@@ -98,7 +113,8 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
         first = job["placements"][0] if job["placements"] else None
         text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year"
                 + (f"; {unit_cost_text(job['unit_cost'])}" if unit_cost_text(job["unit_cost"]) else "")
-                + (f"; {_placement(first, shared, len(job['placements']) - 1)}" if first else "; nothing placed"))
+                + (f"; {_split(job['placements']) or _placement(first, shared, len(job['placements']) - 1)}"
+                   if first else "; nothing placed"))
         out += _wrap(text, width, "  ", limit=2 if len(jobs) <= 3 else 1)
     if len(jobs) > room:
         out.append(f"  ... and {len(jobs) - room} more jobs")

@@ -82,6 +82,9 @@ class System(Row):
     power_kw: float = Field(gt=0, le=100_000, description="whole system at full load, host included")
     cooling: Literal["air", "liquid"]
     kind: Literal["server", "rack", "workstation", "edge", "cloud-instance", "tpu-slice"]
+    scaleout_gbps: Optional[float] = Field(default=None, gt=0, le=1e5, description=(
+        "scale-out network (NICs to other systems) per accelerator per direction, GB/s; empty: not "
+        "known (no KV transfer between systems is modelled for it)"))
 
 
 class Offer(Row):

@@ -100,10 +100,41 @@ class Placement(Part):
                              "(modelled: outside the measured request sizes); for an MoE laid out as expert "
                              "parallelism with data-parallel attention, 'modelled as expert parallelism EP<n> "
                              "...' (physics.moe), else tensor parallelism")
+    disaggregated: DisaggHalf = absent("set when this placement is one half of a replica disaggregated across "
+                                       "two system types (serving only)")
     pool: str = absent("the pool whose replicas this part shares (policy.pool_jobs): replicas are the pool's "
                        "on this configuration and offer, shared with the parts listed in the plan's pools")
     replica_load: float = absent("replicas' worth of capacity this part's load takes of the pool's replicas "
                                  "(users served / users_per_replica); pooled parts only")
+
+
+class DisaggHalf(Part):
+    """One half of a replica disaggregated across two system types (physics/crossdisagg.py): prefill
+    on one system type, decode on another, each prompt's KV cache sent over the network."""
+
+    role: Literal["prefill", "decode"] = Field(description="prefill: admits prompts, holds no users "
+                                                           "(users_per_replica 0); decode: holds the users")
+    prefill_system: str = Field(description="catalog system id of the pair's prefill half")
+    prefill_tensor_parallel: int = Field(description="tensor-parallel degree of one prefill replica")
+    decode_system: str = Field(description="catalog system id of the pair's decode half")
+    decode_tensor_parallel: int = Field(description="tensor-parallel degree of one decode replica")
+    prompts_per_s_per_replica: float = Field(description="prefill: prompts per second one replica admits within "
+                                                         "the TTFT limit; decode: prompts per second one replica's "
+                                                         "users send (users / (output_tokens x TPOT)). The pair's "
+                                                         "prefill replicas admit at least what its decode replicas send")
+    kv_transfer_ms: float = Field(description="one prompt's KV cache over the network, prefill to decode, ms "
+                                              "(in ttft_s)")
+
+
+class PoolHalf(Part):
+    """Which half of which pair across two system types a pool's replicas are (DisaggHalf without
+    the per-part figures)."""
+
+    role: Literal["prefill", "decode"] = Field(description="prefill or decode")
+    prefill_system: str = Field(description="catalog system id of the pair's prefill half")
+    prefill_tensor_parallel: int = Field(description="tensor-parallel degree of one prefill replica")
+    decode_system: str = Field(description="catalog system id of the pair's decode half")
+    decode_tensor_parallel: int = Field(description="tensor-parallel degree of one decode replica")
 
 
 class PoolRow(Part):
@@ -119,6 +150,8 @@ class PoolRow(Part):
     replicas: int = Field(description="replicas the pool holds here")
     load: dict[str, float] = Field(description="part -> replicas' worth of load it puts here; the sum is at "
                                                "most replicas (Melange's fractional load)")
+    disaggregated: PoolHalf = absent("set when the replicas are one half of replicas split across two "
+                                     "system types: which half of which pair")
 
 
 class UnitCost(Part):

@@ -32,7 +32,7 @@ import pulp
 from planner.data.catalog import Catalog
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import complexity, owned, pooling, rows
+from planner.milp import complexity, crossdisagg, owned, pooling, rows
 from planner.milp.api import define_api_variables
 from planner.milp.model import FleetModel
 from planner.options import shortlist
@@ -160,6 +160,7 @@ FAMILIES = (
     rows.define_demand_constraints,
     rows.define_capacity_constraints,
     pooling.define_pool_constraints,
+    crossdisagg.define_cross_links,
     rows.define_availability_constraints,
     rows.define_budget_constraints,
     rows.define_power_constraints,

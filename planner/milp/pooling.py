@@ -33,8 +33,10 @@ SHARED = "(pooled)"
 """the demand slot of a shared rental pool's keys: u[(SHARED, offer, hours/day)]"""
 
 
-def config_of(opt) -> tuple[str, int, int]:
-    return (opt.system, opt.tp, opt.pp)
+def config_of(opt) -> tuple:
+    """(system, TP, PP), and for a half of a replica split across two system types its role and
+    pair (options/crossdisagg.py): halves never share replicas with aggregated ones."""
+    return (opt.system, opt.tp, opt.pp) + ((opt.half.role, opt.half.pair) if opt.half is not None else ())
 
 
 def pooled(fm, dk: str) -> str | None:
@@ -113,6 +115,12 @@ def define_pool_constraints(fm) -> None:
                rv <= pulp.lpSum(math.ceil(c / per - 1e-9) * v for c, v in terms) + spare)
 
 
+def _half_key(role: str, pair: tuple) -> dict:
+    """A pool row's `disaggregated`: which half of which pair (plan contract PoolHalf)."""
+    return {"role": role, "prefill_system": pair[0], "prefill_tensor_parallel": pair[2],
+            "decode_system": pair[1], "decode_tensor_parallel": pair[3]}
+
+
 def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:
     """Shared rentals lowered to ceil(sum slots Y / accelerators) (+ the spare), like
     fleet.trim_rentals; returns the values and the yearly cost saved."""
@@ -164,11 +172,11 @@ def pool_rows(fm, values: dict[str, float], year: int | None = None) -> list[dic
         loads = {dk: round(values.get(v.name, 0.0), 4) for dk, _, v in ms if values.get(v.name, 0.0) > 1e-6}
         if reps <= 0 or not loads:
             continue
-        p, (system, tp, pp), oid, t = key
+        p, (system, tp, pp, *half), oid, t = key
         if t != (year or fm.last):
             continue
         opt, _ = fm.pool_opt[key]
         out.append({"pool": p, "offer": oid, "system": system, "accelerator": opt.accelerator,
                     "tensor_parallel": tp, "pipeline_parallel": pp, "accelerators_per_replica": tp * pp,
-                    "replicas": reps, "load": loads})
+                    "replicas": reps, "load": loads, **({"disaggregated": _half_key(*half)} if half else {})})
     return out

@@ -10,6 +10,7 @@ from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import complexity, pooling
+from planner.milp.crossdisagg import half_row
 from planner.milp import fleet as model
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
@@ -223,6 +224,7 @@ def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int
                       binding=opt.binding, regime=opt.regime,
                       extra={"weights_gb": r2(opt.weights_gb), "kv_gb": r2(opt.kv_gb), "basis": opt.basis,
                              **({"basis_note": opt.basis_note} if opt.basis_note else {}),
+                             **({"disaggregated": half_row(opt.half)} if opt.half is not None else {}),
                              "users_served": min(replicas * opt.users_per_replica, users_needed)})
 
 

@@ -24,6 +24,7 @@ from planner.data.scenario import EdgeJob, Scenario
 from planner.options import disagg as disagg_options
 from planner.options import measured
 from planner.options.api import api_options
+from planner.options.crossdisagg import options as cross_options
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
@@ -254,8 +255,6 @@ def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[Edge
 
 # --- everything ---------------------------------------------------------------------------------
 
-
-
 def build(s: Scenario, cat: Catalog) -> Options:
     """All options for each demand over the systems with at least one offer that demand may use
     (allowed by the policy, then demand_offer_exclusion); batch configurations no such offer can
@@ -300,6 +299,7 @@ def build(s: Scenario, cat: Catalog) -> Options:
             found.extend(got)
             if not got and why:
                 opts.note(d.key, acc.id, why)
+        found.extend(cross_options(s, cat, opts, d, job, m, found, replica_slots, cache, measured=bool(rows)))
         have = {o.accelerator for o in found}
         eligible = set(opts.eligible[d.key])
         for acc_id in sorted(cat.accelerators):

@@ -6,8 +6,8 @@ sizes that fit one system is offered beside the aggregated splits, when it serve
 accelerator than the best of them and meets the TTFT limit; the MILP chooses among them like any
 option. Its basis_note says what it is and by how much it beats aggregated serving on the system
 (physics.disagg.NOTE). Pooled demands (policy.pool_jobs) are not offered it: a pool shares
-replicas of one split. Cross-accelerator pools (prefill on one accelerator type, decode on another)
-would need the KV over the network between two systems and a placement that names both; not built.
+replicas of one split. Pools on two system types (prefill on one, decode on another, the KV over
+the network) are options/crossdisagg.py.
 """
 
 from __future__ import annotations

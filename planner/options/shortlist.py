@@ -16,9 +16,12 @@ capacity, caps apply per run), so only its cheapest rented pair can be chosen; t
 Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds); a
 plan built on a shortlist is never called optimal unless the full model's bound proves it
 (milp/prune.py adds the pairs the full model's LP relaxation uses and measures the gap against it):
-per serving demand keep the cheapest pair of each acquisition mode, the cheapest rental with no
-availability cap (so caps cannot make the shortlist infeasible), then the cheapest others while they
-cost at most (1 + MARGIN) x the best, up to KEEP pairs. Owned offers kept by any serving demand
+per serving demand keep, for each half of a replica split across two system types
+(options/crossdisagg.py), its cheapest offer of each acquisition mode and its cheapest uncapped
+rental (the halves are priced only together), and of the other options the cheapest pair of each
+acquisition mode, the cheapest rental with no availability cap (so caps cannot make the shortlist
+infeasible), then the cheapest others while they cost at most (1 + MARGIN) x the best, up to KEEP
+pairs. Owned offers kept by any serving demand
 form the shared pool; batch runs keep every owned pair on the pool (fine-tuning in idle
 hours of boxes bought for serving) and, elsewhere, their KEEP_BATCH_OWNED cheapest owned pairs whose
 standalone cost (whole systems bought for these runs alone) is within MARGIN of renting. A plan built
@@ -56,9 +59,9 @@ def pair_cost(s, cat, opts: Options, dk: str, i: int, oid: str) -> float:
         opt = opts.serve[dk][i]
         hours = hours_per_year(d)
         if owned:
-            accs = d.users / opt.users_per_replica * opt.accelerator_slots
+            accs = d.users / max(opt.users_per_replica, 1) * opt.accelerator_slots  # (a prefill half: 0 users)
             return accs * (fixed + busy * hours) / per
-        reps = math.ceil(d.users / opt.users_per_replica)
+        reps = math.ceil(d.users / max(opt.users_per_replica, 1))
         return math.ceil(reps * opt.accelerator_slots / per - 1e-9) * o.price_usd_per_hour * hours
     opt = opts.batch[dk][i]
     run_h = costs.run_hours(opt.hours_per_run, o.acquisition)
@@ -115,9 +118,8 @@ def _cheapest_rental_only(s, cat, opts, dk, pairs, owned) -> list[Pair]:
     return [p for p in pairs if owned[p[1]] or p == best]
 
 
-def _shortlist_serve(s, cat, opts, dk, pairs, owned) -> list[Pair]:
-    if len(pairs) <= KEEP:
-        return pairs
+def _per_mode(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+    """The cheapest pair of each acquisition mode and the cheapest rental with no availability cap."""
     ranked = _ranked(s, cat, opts, dk, pairs)
     keep: list[Pair] = []
     seen_modes = set()
@@ -129,6 +131,20 @@ def _shortlist_serve(s, cat, opts, dk, pairs, owned) -> list[Pair]:
     uncapped = next((p for p in ranked if not owned[p[1]] and opts.offers[p[1]].max_systems is None), None)
     if uncapped is not None and uncapped not in keep:
         keep.append(uncapped)
+    return keep
+
+
+def _shortlist_serve(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+    halves = [p for p in pairs if opts.serve[dk][p[0]].half is not None]
+    if halves:  # a half of a pair across two systems: its cheapest offer of each acquisition mode
+        rest = [p for p in pairs if opts.serve[dk][p[0]].half is None]
+        kept = [p for i in sorted({i for i, _ in halves})
+                for p in _per_mode(s, cat, opts, dk, [h for h in halves if h[0] == i], owned)]
+        return sorted(_shortlist_serve(s, cat, opts, dk, rest, owned) + kept)
+    if len(pairs) <= KEEP:
+        return pairs
+    ranked = _ranked(s, cat, opts, dk, pairs)
+    keep = _per_mode(s, cat, opts, dk, ranked, owned)
     limit = (1 + MARGIN) * pair_cost(s, cat, opts, dk, *ranked[0])
     for p in ranked:
         if len(keep) >= KEEP or pair_cost(s, cat, opts, dk, *p) > limit:

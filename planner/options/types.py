@@ -9,6 +9,27 @@ from planner.data.jobs import Demand  # noqa: F401  (options are per demand)
 
 
 @dataclass(frozen=True)
+class Half:
+    """One half of a disaggregated replica split across two system types (options/crossdisagg.py):
+    a prefill half admits prompts, a decode half holds users; the MILP links them by prompts per
+    second (milp/crossdisagg.py)."""
+
+    role: str
+    """prefill or decode"""
+    prefill_system: str
+    prefill_tp: int
+    decode_system: str
+    decode_tp: int
+    prompts_per_s: float
+    """per replica: prompts admitted (prefill) or asked of the prefill side (decode)"""
+    kv_transfer_s: float
+
+    @property
+    def pair(self) -> tuple[str, str, int, int]:
+        return (self.prefill_system, self.decode_system, self.prefill_tp, self.decode_tp)
+
+
+@dataclass(frozen=True)
 class ServeOption:
     demand: str
     system: str
@@ -30,6 +51,9 @@ class ServeOption:
     """measured: users, speed and TTFT from the user's measurements (options/measured.py)"""
     basis_note: str = ""
     """why measurements for this split do not apply (outside their range), or where they come from"""
+    half: Half | None = None
+    """set on one half of a disaggregated replica across two system types (users_per_replica 0 on
+    the prefill half: it holds no users, it admits their prompts)"""
 
     @property
     def systems_per_replica(self) -> int:

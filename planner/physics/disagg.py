@@ -17,9 +17,9 @@ makes at a fixed GPU count, reference/scaleout-moe.md §2.4):
                       rho D / (2 (1 - rho)) (DistServe's prefill-instance model, §C4 of
                       serving-benchmarks.md) + KV transfer: s_in x KV bytes per token / link
 Against the best aggregated split at the same per-user speed (serving.max_throughput), the gain
-is the ratio of output tokens per second per accelerator. Not modelled: cross-accelerator pools
-(the prefill pool on another accelerator type needs the KV over the network: its NIC bandwidth and
-a KV layout both engines share), prefix caching, and load imbalance between the pools.
+is the ratio of output tokens per second per accelerator. Pools on two system types, the KV over
+the network between them, are physics/crossdisagg.py. Not modelled: prefix caching, and load
+imbalance between the pools.
 """
 
 from __future__ import annotations

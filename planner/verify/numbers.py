@@ -74,7 +74,8 @@ def check_placement(p: dict, part, v: Verification) -> None:
         v.check("plan", whole(p[key]) and p[key] >= 1, f"{where}: {key} {p[key]} is not a whole number >= 1")
     if part.kind == "serve":
         upr = p["users_per_replica"]
-        v.check("plan", whole(upr) and upr >= 1, f"{where}: users_per_replica {upr} is not a whole number >= 1")
+        least = 0 if (p.get("disaggregated") or {}).get("role") == "prefill" else 1  # a prefill half holds no users
+        v.check("plan", whole(upr) and upr >= least, f"{where}: users_per_replica {upr} is not a whole number >= {least}")
         served = p.get("users_served")
         if served is not None and whole(upr) and "pool" in p:  # a share of shared replicas
             want = min(round(p["replica_load"] * upr), part.users)

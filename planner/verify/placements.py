@@ -20,6 +20,7 @@ from planner.verify.common import (
     owned,
     slots,
 )
+from planner.verify import crossdisagg as cross
 from planner.verify.measured import check_basis
 
 
@@ -42,6 +43,7 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
     m = cat.models[job.model]
     cap_batch = calibration().max_batch
     supply = 0
+    links: dict = {}
     for p in placed:
         got = _offer_of(p, cat, v, "serve")
         if got is None:
@@ -62,7 +64,8 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                 f"{where}: TP{tp} exceeds the scale-up domain {system.scaleup_domain} or TPxPP != "
                 f"{p['accelerators_per_replica']}")
         slot = slots(replica, system.accelerators)
-        if not v.check("parallelism", slot is not None and reps >= 1 and upr >= 1,
+        half = p.get("disaggregated")
+        if not v.check("parallelism", slot is not None and reps >= 1 and (upr >= 1 or half is not None),
                        f"{where}: a replica of {replica} does not tile {system.accelerators}-accelerator systems"):
             continue
         wl = part.workload
@@ -76,7 +79,10 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
             fit = u.users if u is not None and tp == tp_d else 0
             est = dataclasses.replace(est, tokens_per_s_per_user=u.tokens_per_s_per_user if u else 0.0,
                                       ttft_ms=u.ttft_s * 1e3 if u else float("inf"))
-        basis = None if pools else check_basis(p, part, m, system, s, v, where)
+        if half is not None:  # one half of a pair across two system types (physics.crossdisagg)
+            fit, tps, ttft = cross.check_half(p, part, job, m, cat, v, where, links)
+            est = dataclasses.replace(est, tokens_per_s_per_user=tps, ttft_ms=ttft * 1e3)
+        basis = None if pools or half is not None else check_basis(p, part, m, system, s, v, where)
         if basis is not None:  # measured: speed and TTFT from the same rows; memory where the physics fits
             v.check("memory", fit < 1 or upr <= fit, f"{where}: {upr} users per replica, memory holds {fit}")
             est = dataclasses.replace(est, tokens_per_s_per_user=1000.0 / basis[0],
@@ -108,6 +114,7 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
             ledger.rent_slots[o.id][part.key] += reps * slot
             ledger.rent_hours[o.id][part.key] = hours
         ledger.uses[o.id].add("serve")
+    cross.check_links(part, links, v)
     need = part.users * (1 - short)
     v.check("demand", supply >= need - 1e-6 * part.users - sum(5e-5 * p["users_per_replica"] for p in placed if "pool" in p),
             f"'{part.key}' serves {supply} users of {part.users}" + (f" ({short:.1%} unserved)" if short else ""))

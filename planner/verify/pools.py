@@ -14,6 +14,13 @@ from planner.verify.common import Ledger, Verification, owned, slots
 SHARED = "(pooled)"
 
 
+def _half(row: dict) -> tuple | None:
+    """Which half of which pair across two system types a placement or pool row is (None: aggregated)."""
+    h = row.get("disaggregated")
+    return None if not h else (h["role"], h["prefill_system"], h["prefill_tensor_parallel"],
+                               h["decode_system"], h["decode_tensor_parallel"])
+
+
 def check_pools(plan: dict, s: Scenario, cat: Catalog, v: Verification, ledger: Ledger) -> None:
     rows = plan.get("pools") or []
     pools = pools_of(s)
@@ -22,11 +29,11 @@ def check_pools(plan: dict, s: Scenario, cat: Catalog, v: Verification, ledger: 
     for pj in plan["jobs"]:
         for p in pj["placements"]:
             if "pool" in p:
-                key = (p["pool"], p["offer"], p["tensor_parallel"], p["pipeline_parallel"])
+                key = (p["pool"], p["offer"], p["tensor_parallel"], p["pipeline_parallel"], _half(p))
                 placed.setdefault(key, {})[p["part"]] = p
     seen = set()
     for row in rows:
-        key = (row["pool"], row["offer"], row["tensor_parallel"], row["pipeline_parallel"])
+        key = (row["pool"], row["offer"], row["tensor_parallel"], row["pipeline_parallel"], _half(row))
         where = f"pool '{row['pool']}' on {row['replicas']}x {row['offer']} TP{key[2]} PP{key[3]}"
         if not v.check("plan", key not in seen, f"{where} is listed twice"):
             continue
