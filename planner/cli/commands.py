@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from planner.cli import tables
+from planner.cli.choices import CompareFormat, EstimateFormat, Explain, Format, SolverName
 from planner.cli.listing import CatalogOpt, catalog_app
 from planner.cli.output import check_output, emit
 from planner.cli.starter import Template
@@ -49,36 +49,6 @@ MeasurementsOpt = typer.Option(None, "--measurements", metavar="PATH", help="a C
 
 def _measured(paths: Optional[List[Path]]) -> tuple[str, ...]:
     return tuple(str(p) for p in paths or ())
-
-
-class Explain(str, Enum):
-    none = "none"
-    brief = "brief"
-    full = "full"
-
-
-class SolverName(str, Enum):
-    cbc = "cbc"
-    highs = "highs"
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
-
-
-class CompareFormat(str, Enum):
-    """What `plan compare` renders (no HTML report of a comparison)."""
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
-class EstimateFormat(str, Enum):
-    table = "table"
-    json = "json"
 
 
 @app.command("run")
