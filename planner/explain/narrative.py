@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
 from planner.explain import prices as shadow
+from planner.explain import replan
 from planner.explain import three_checks as runit
 from planner.explain import whynot
 
@@ -252,7 +253,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
            "alternatives" (why-not, one row per unused catalog accelerator) from reasons and LP bounds;
     full   + long-run prices and the value of one more system (LPs), the forced-accelerator MILPs
            nearest the plan, the "next_best" fleet, lifted caps and raised targets (MILPs bounded by
-           work, whynot.MAX_NODES).
+           work, replan.MAX_NODES).
     The plan's values were read already, so the model may be re-solved here; bounds are restored."""
     explain_placements(plan, s, cat)
     plan["explain"] = level
@@ -261,15 +262,17 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     limit = time_limit_s or s.solver.time_limit_s
     fleet = shadow.decisions(fm, res)
     unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
-    bounds = whynot.lp_bounds(s, cat, fm, unused, limit)
+    kept: dict = {}
+    bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept)
     short = shadow.short_run(fm, fleet, limit)
     if level == "brief":
         outcomes, more, long = {}, {}, shadow.LPPrices(None, "not-solved")
     else:
-        forced = whynot.forced_to_solve(bounds, plan["total_cost_usd_per_year"])
-        variants = whynot.variants_for(plan, s, cat, fm, forced)
+        base = plan["total_cost_usd_per_year"]
+        forced = whynot.forced_to_solve(bounds, base)
+        variants = whynot.variants_for(plan, s, cat, fm, forced, kept)
         with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
-            pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
+            pending = pool.submit(replan.run_variants, s, cat, opts, variants, limit, base, milp_budget(res))
             more = shadow.one_more_system(fm, fleet, short, limit)
             long = shadow.long_run(fm, limit) if _time_left() else shadow.LPPrices(None, "not-solved")
             outcomes = pending.result()
@@ -278,6 +281,18 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
+
+
+EXPLAIN_SHARE = 1.0
+EXPLAIN_FLOOR_S = 3.0
+"""The re-planned variants' MILPs (--explain full) may take together EXPLAIN_SHARE of the seconds
+the plan's own solve took, and at least EXPLAIN_FLOOR_S (within the command's time limit): the
+explanations of a plan never take much longer than the plan. Those the time stops are said cut
+short (solver.cut_short, and the rows they explain say so or keep their LP bound)."""
+
+
+def milp_budget(res) -> float:
+    return max(EXPLAIN_FLOOR_S, EXPLAIN_SHARE * res.seconds)
 
 
 def _time_left() -> bool:
@@ -309,7 +324,8 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     outcomes, long = {}, shadow.LPPrices(None, "not-solved")
     if level == "full":
         forced = whynot.forced_to_solve(bounds, base)
-        outcomes = whynot.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit)
+        outcomes = replan.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit,
+                                       None, milp_budget(res))
     plan["explanations"] = (_demand_rows(s, ym, res, short, long) + _target_rows(plan, s, outcomes)
                             + _cap_rows(plan, s, outcomes, long))
     plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds)

@@ -102,6 +102,11 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
         raise InputError(Problem("solver 'highs' is not installed", "solver.name",
                                  'pip install ".[highs]" (or pip install highspy), or use solver.name: cbc'))
     params = {"mip_max_nodes": int(max_nodes)} if max_nodes is not None and mip else {}
+    if not pulp.HiGHS().available():  # PuLP was imported without highspy (planner/milp/__init__.py)
+        import importlib
+
+        from pulp.apis import highs_api
+        pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
     return pulp.HiGHS(msg=False, timeLimit=float(max(1, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
                       **params)
 
