@@ -17,9 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
 from planner.explain import prices as shadow
-from planner.explain import replan
+from planner.explain import replan, whynot
 from planner.explain import three_checks as runit
-from planner.explain import whynot
 
 # --- the explanation rows: binding constraint families with prices -------------------------------
 
@@ -263,14 +262,17 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     fleet = shadow.decisions(fm, res)
     unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
     kept: dict = {}
-    bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept)
+    before = whynot.variants_for(plan, s, cat, fm, []) if level == "full" else []
+    replan.prepare(s, cat, opts, before)  # (their LP relaxations are solved with the why-not bounds)
+    bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept, along=before)
     short = shadow.short_run(fm, fleet, limit)
     if level == "brief":
         outcomes, more, long = {}, {}, shadow.LPPrices(None, "not-solved")
     else:
         base = plan["total_cost_usd_per_year"]
         forced = whynot.forced_to_solve(bounds, base)
-        variants = whynot.variants_for(plan, s, cat, fm, forced, kept)
+        variants = whynot.variants_for(plan, s, cat, fm, forced, kept, before)
+        plan_first(before, fm, res)
         with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
             pending = pool.submit(replan.run_variants, s, cat, opts, variants, limit, base, milp_budget(res))
             more = shadow.one_more_system(fm, fleet, short, limit)
@@ -284,11 +286,25 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
 
 
 EXPLAIN_SHARE = 1.0
-EXPLAIN_FLOOR_S = 3.0
+EXPLAIN_FLOOR_S = 5.0
 """The re-planned variants' MILPs (--explain full) may take together EXPLAIN_SHARE of the seconds
 the plan's own solve took, and at least EXPLAIN_FLOOR_S (within the command's time limit): the
 explanations of a plan never take much longer than the plan. Those the time stops are said cut
 short (solver.cut_short, and the rows they explain say so or keep their LP bound)."""
+
+
+def plan_first(variants, fm, res) -> None:
+    """A raised target is first tried with the plan's own fleet (replan.fleet_fixed): every plan
+    of the raised target is a plan of the scenario (a configuration fast enough for the higher
+    target serves at least as many users at the lower one), so the variant costs at least the
+    plan's proven lower bound, objective x (1 - gap); a fleet within the variants' gap of that
+    bound is the answer. Not for shortlisted models (the two shortlists may differ) nor
+    max-coverage plans (the objective weighs coverage, not dollars)."""
+    if fm.pairs_pruned or fm.unserved or not res.ok or res.gap is None or res.objective is None:
+        return
+    for v in variants:
+        if v.key[0] == "target":
+            v.fleet, v.floor = replan.fleet_of(fm, res), res.objective * (1 - res.gap)
 
 
 def milp_budget(res) -> float:

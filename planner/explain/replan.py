@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
 
 from planner.data import deadline
 from planner.data.errors import SolverError
@@ -51,8 +52,14 @@ class Variant:
     lifted: bool = False
     """a cap lifted: every plan of the scenario is a plan of the variant (none is dearer)"""
     model: FleetModel | None = None
-    """the variant's model, built already (with its extra rows), and its LP relaxation (lp)"""
+    """the variant's model, built (prepare(): with its extra rows), and its LP relaxation (lp)"""
     lp: SolveResult | None = None
+    empty: bool = False
+    """an extra row names no variable: nothing can be forced, no model"""
+    fleet: dict | None = None
+    """(store, key) -> count: the plan's fleet, tried first with the fleet fixed (a raised target)"""
+    floor: float | None = None
+    """a proven lower bound on the variant's objective (a raised target: the plan's own bound)"""
 
 
 def builder(s):
@@ -81,23 +88,29 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
             "unserved_users": unserved, "cut_short": res.cut_short}
 
 
-def built(s, cat, opts, v: Variant) -> tuple[FleetModel | None, bool]:
-    """The variant's model with its extra rows (None when the options build ran out of time), and
-    whether an extra row names no variable (nothing can be forced: no model to solve)."""
-    if v.model is not None:
-        return v.model, False
-    vs = v.scenario or s
-    try:
-        fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
-    except SolverError:  # the options build ran out of the command's time: cut short
-        deadline.cut("explanations")
-        return None, False
-    rows = v.extra(fm) if v.extra else []
-    if any(len(row.expr) == 0 for row in rows):
-        return fm, True
-    for i, row in enumerate(rows):
-        fm.prob.addConstraint(row, f"variant{i}")
-    return fm, False
+def prepare(s, cat, opts, variants: list[Variant]) -> None:
+    """Build each variant's model with its extra rows, in place (Variant.model; Variant.empty when
+    an extra row names no variable: nothing can be forced). A variant left without a model ran out
+    of the command's time (said cut short)."""
+    for v in variants:
+        if v.model is not None or v.empty:
+            continue
+        if deadline.left() <= 0:
+            deadline.cut("explanations")
+            return
+        vs = v.scenario or s
+        try:
+            fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
+        except SolverError:  # the options build ran out of the command's time: cut short
+            deadline.cut("explanations")
+            continue
+        rows = v.extra(fm) if v.extra else []
+        if any(len(row.expr) == 0 for row in rows):
+            v.empty = True
+            continue
+        for i, row in enumerate(rows):
+            fm.prob.addConstraint(row, f"variant{i}")
+        v.model = fm
 
 
 def from_lp(fm: FleetModel, v: Variant, lp: SolveResult, base: float | None, tol: float) -> dict | None:
@@ -118,22 +131,12 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float, bas
     """Answer every variant (LP first, then MILPs on threads); key -> outcome(). base: the plan's
     yearly cost (for lifted caps); budget_s: wall seconds the MILPs may take together."""
     tol = max(1.0, s.solver.gap * (base or 0.0))
-    out: dict[tuple, dict] = {}
-    models: dict[tuple, FleetModel] = {}
-    for v in variants:
-        if deadline.left() <= 0:
-            deadline.cut("explanations")
-            break
-        fm, empty = built(s, cat, opts, v)
-        if fm is None:
-            continue
-        if empty:
-            out[v.key] = {"status": "no-variables", "note": v.note}
-            continue
-        models[v.key] = fm
-    todo = [v for v in variants if v.key in models]
+    prepare(s, cat, opts, variants)
+    out = {v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty}
+    todo = [v for v in variants if v.model is not None]
+    models = {v.key: v.model for v in todo}
     need = [v for v in todo if v.lp is None]
-    for v, lp in zip(need, batch.solve_lps([models[v.key] for v in need], time_limit_s)):
+    for v, lp in zip(need, batch.solve_lps([v.model for v in need], time_limit_s)):
         v.lp = lp
     milps = []
     for v in todo:
@@ -153,11 +156,44 @@ them, each answer proven optimal; when the joint search does not finish within M
 solved one at a time as before"""
 
 
+FLEET_STORES = ("p", "k", "r", "rp")
+"""the stores of a fleet: systems bought, reserved, rented (per demand, and shared by pools)"""
+
+
+def fleet_of(fm: FleetModel, res: SolveResult) -> dict[tuple, int]:
+    return {(store, key): round(res.values.get(v.name, 0.0))
+            for store in FLEET_STORES for key, v in getattr(fm, store).items()}
+
+
+@contextmanager
+def fleet_fixed(fm: FleetModel, fleet: dict[tuple, int]):
+    """fm with its fleet variables fixed at `fleet` (by (store, key); one the plan lacks at 0),
+    bounds restored after."""
+    saved = []
+    try:
+        for store in FLEET_STORES:
+            for key, v in sorted(getattr(fm, store).items(), key=lambda kv: repr(kv[0])):
+                saved.append((v, v.lowBound, v.upBound))
+                v.lowBound = v.upBound = fleet.get((store, key), 0)
+        yield fm
+    finally:
+        for v, lo, up in saved:
+            v.lowBound, v.upBound = lo, up
+
+
+def _in(todo: list) -> list[Variant]:
+    """The variants of a task list (a variant, a group solved together, or ("fixed", variant))."""
+    return [v for item in todo for v in (item if isinstance(item, list) else [item[1]] if isinstance(item, tuple)
+                                         else [item])]
+
+
 def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget_s: float | None) -> dict:
     out: dict[tuple, dict] = {}
     small = [v for v in variants if v.key[0] == "force" and len(models[v.key].prob.variables()) <= SMALL_VARIABLES]
     small = small if len(small) > 1 and s.solver.name == "cbc" else []  # (HiGHS runs in process: no start to save)
-    todo: list = ([small] if small else []) + [v for v in variants if v not in small]
+    first = [("fixed", v) for v in variants if v.fleet is not None and v.floor is not None and s.solver.name == "cbc"]
+    todo: list = ([small] if small else []) + first + [v for v in variants if v not in small
+                                                         and not any(v is w for _, w in first)]
     lock = threading.Lock()
     stop = None if budget_s is None else time.monotonic() + budget_s
 
@@ -170,6 +206,19 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
             for v, res in zip(group, got):
                 out[v.key] = {**outcome(models[v.key], res), "basis": "milp", "note": v.note}
 
+    def fixed_first(v: Variant, left: float) -> None:
+        """The plan's fleet under the variant (fleet_fixed): kept when it is provably within
+        VARIANT_GAP of the variant's optimum, else the variant's own MILP is queued."""
+        fm = models[v.key]
+        with fleet_fixed(fm, v.fleet):
+            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
+            got = outcome(fm, res) if res.ok and res.objective - v.floor <= VARIANT_GAP * abs(res.objective) else None
+        with lock:
+            if got is None:
+                todo.append(v)
+            else:
+                out[v.key] = {**got, "status": "optimal", "basis": "plan-fleet", "note": v.note}
+
     def worker() -> None:
         while True:
             with lock:
@@ -179,13 +228,17 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
                            stop - time.monotonic() if stop is not None else VARIANT_TIME_LIMIT_S)
                 if left <= 0:  # the command's or the explanations' time: the rest are left out, said cut short
                     deadline.cut("explanations")
-                    for v in (x for item in todo for x in (item if isinstance(item, list) else [item])):
-                        out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
+                    if deadline.left() > 0:  # (the command's own limit leaves them out, as every step it cuts)
+                        for v in _in(todo):
+                            out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
                     todo.clear()
                     return
                 v = todo.pop(0)
             if isinstance(v, list):
                 together(v, left)
+                continue
+            if isinstance(v, tuple):
+                fixed_first(v[1], left)
                 continue
             fm = models[v.key]
             res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)

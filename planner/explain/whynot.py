@@ -85,11 +85,12 @@ def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
 
 
 def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float,
-              keep: dict | None = None) -> dict[str, float | None]:
+              keep: dict | None = None, along: list[Variant] = ()) -> dict[str, float | None]:
     """For each accelerator: the LP relaxation of the plan forced onto it (a lower bound of its
     cost: the model's objective), inf where even that LP is infeasible, None where nothing can be
-    forced (no variable puts work on it). The LPs are solved together (batch.py); keep, when
-    given, receives acc -> (forced model, its LP result) for the MILPs that follow."""
+    forced (no variable puts work on it). The LPs are solved together (batch.py), with those of
+    the variants `along` (built by replan.prepare; their Variant.lp is set); keep, when given,
+    receives acc -> (forced model, its LP result) for the MILPs that follow."""
     out, models = {}, {}
     for acc in accelerators:
         if deadline.left() <= 0:  # the command's time limit: left out of the dict, said cut short
@@ -103,7 +104,11 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
         for i, row in enumerate(rows):
             forced.prob.addConstraint(row, f"variant{i}")
         models[acc] = forced
-    for (acc, forced), res in zip(models.items(), batch.solve_lps(list(models.values()), time_limit_s)):
+    along = [v for v in along if v.model is not None and v.lp is None]
+    got = batch.solve_lps(list(models.values()) + [v.model for v in along], time_limit_s)
+    for v, res in zip(along, got[len(models):]):
+        v.lp = res
+    for (acc, forced), res in zip(models.items(), got):
         out[acc] = res.objective if res.ok else (math.inf if res.status == "infeasible" else None)
         if keep is not None:
             keep[acc] = (forced, res)
@@ -117,9 +122,13 @@ def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
     return sorted({a for k, (b, a) in enumerate(ranked) if k < NEAREST_FORCED or b <= base * (1 + NEAR)})
 
 
-def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: dict | None = None) -> list[Variant]:
+def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: dict | None = None,
+                 before: list[Variant] | None = None) -> list[Variant]:
     """The next-best, lifted-cap, raised-target and forced-accelerator variants of a plan (kept:
-    the forced models lp_bounds built and relaxed)."""
+    the forced models lp_bounds built and relaxed; before: the variants other than forced ones,
+    made already)."""
+    if before is not None:
+        return before + [_forced(a, fm.options, (kept or {}).get(a)) for a in forced]
     out = []
     if plan["fleet"] and plan["fleet"][0]["acquisition"] == "api":  # the next best hosts it itself
         out.append(Variant(("next",), options=dataclasses.replace(fm.options, api={})))
