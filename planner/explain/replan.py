@@ -46,6 +46,8 @@ class Variant:
     key: tuple
     scenario: object | None = None  # a modified scenario: a fresh model (and options if asked)
     rebuild_options: bool = False
+    rebuild_jobs: tuple = ()
+    """the jobs whose options differ from the plan's (rebuild_options: the rest are reused)"""
     options: object | None = None  # modified options: a fresh model
     extra: Callable[[FleetModel], list] | None = None  # extra rows
     note: str = ""
@@ -100,7 +102,9 @@ def prepare(s, cat, opts, variants: list[Variant]) -> None:
             return
         vs = v.scenario or s
         try:
-            fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
+            if v.rebuild_options:  # only the changed jobs' configurations are searched again
+                vo = options.build(vs, cat, reuse=opts, rebuild=frozenset(v.rebuild_jobs))
+            fm = builder(vs)(vs, cat, v.options or (vo if v.rebuild_options else opts))
         except SolverError:  # the options build ran out of the command's time: cut short
             deadline.cut("explanations")
             continue

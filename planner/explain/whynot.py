@@ -150,7 +150,8 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
         if j.stage == "serve":
             faster = j.model_copy(update={"min_tokens_per_s_per_user": j.min_tokens_per_s_per_user * (1 + TARGET_STEP)})
             jobs = [faster if k.name == j.name else k for k in s.jobs]
-            out.append(Variant(("target", j.name), s.model_copy(update={"jobs": jobs}), rebuild_options=True))
+            out.append(Variant(("target", j.name), s.model_copy(update={"jobs": jobs}), rebuild_options=True,
+                               rebuild_jobs=(j.name,)))
     return out + [_forced(a, fm.options, (kept or {}).get(a)) for a in forced]
 
 
