@@ -209,6 +209,8 @@ def _target_rows(plan, s, outcomes) -> list[dict]:
         t2 = t * (1 + whynot.TARGET_STEP)
         constraint = f"jobs.{j.name}.min_tokens_per_s_per_user"
         unit = "USD per year per tok/s of per-user target"
+        if got.get("cost") is None and got.get("cut_short"):
+            continue  # the time ran out before its re-plan found a fleet: not evaluated (solver.cut_short)
         if got.get("cost") is None:
             rows.append(_row("target", constraint, True, None, unit,
                              f"no plan reaches {t2:,.1f} tok/s per user on '{j.name}' ({got['status']}): "
@@ -218,8 +220,10 @@ def _target_rows(plan, s, outcomes) -> list[dict]:
         delta = got["cost"] - base
         price = delta / (t2 - t)
         if delta > tol:
-            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs +{_usd(delta)}/yr "
-                   f"({_usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}")
+            most = "" if got["status"] == "optimal" else "at most "  # (the best fleet found, not proven)
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs {most}+{_usd(delta)}/yr "
+                   f"({_usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}"
+                   + (" (cut short by the time limit)" if got.get("cut_short") else ""))
         else:
             msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs nothing (re-planned: "
                    f"{whynot.fleet_text(got['fleet'])} at the same yearly cost)")

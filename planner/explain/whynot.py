@@ -259,11 +259,12 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
     systems = [plan["fleet"][0]["system"]]
     if plan["fleet"][0]["acquisition"] == "api":
         systems = [f"{plan['fleet'][0]['provider']}'s hosted API"]
-    if got["status"] == "skipped":
+    if got["status"] == "skipped" or (got["status"] not in ("optimal", "feasible", "infeasible") and got.get("cut_short")):
+        ran = "first" if got["status"] == "skipped" else "before its re-plan found a fleet"
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
                 "message": f"the next-best fleet without {', '.join(systems)} was not re-planned: the "
-                           "explanations' share of the time limit ran out first (raise --time-limit to see it)"}
+                           f"explanations' share of the time limit ran out {ran} (raise --time-limit to see it)"}
     if got["status"] not in ("optimal", "feasible"):
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
@@ -274,4 +275,5 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
             "message": f"next-best fleet without {', '.join(systems)}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
-                       f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''})"}
+                       f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
+                       f"{'; cut short by the time limit' if got.get('cut_short') else ''})"}
