@@ -133,6 +133,12 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
     return rows
 
 
+def _least(got: dict) -> str:
+    """'at least ' when a lifted cap's re-plan was not proven optimal (its fleet is the best found
+    within its work or time limit: the plan's saving without the cap is at least what it shows)."""
+    return "" if got["status"] == "optimal" else "at least "
+
+
 def _cap_rows(plan, s, outcomes, long) -> list[dict]:
     base = plan["total_cost_usd_per_year"]
     tol = max(1.0, s.solver.gap * base)
@@ -146,7 +152,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
         if got.get("cost") is not None and got["cost"] < base - tol and got["power_kw"] > cap:
             price = (got["cost"] - base) / (got["power_kw"] - cap)
             msg = (f"site power binds: the plan draws {used:,.1f} of {cap:,.1f} kW; with +{got['power_kw'] - cap:,.1f} kW "
-                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_usd(base - got['cost'])}/yr less: "
+                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_least(got)}{_usd(base - got['cost'])}/yr less: "
                    f"{_usd(-price)} per extra kW-year (re-planned){lp_text}")
             rows.append(_row("power", "site.power_cap_kw", True, price, "USD per year per kW", msg, "re-planned"))
         else:
@@ -177,7 +183,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
             price = (got["cost"] - base) / max(free_use - cap, 1e-9)
             rows.append(_row("budget", constraint, True, price, "USD per year per USD of budget",
                              f"{constraint} binds at {_usd(cap)}: raising it to {_usd(free_use)} lowers the yearly "
-                             f"cost by {_usd(base - got['cost'])} ({_usd(-price, 2)} per dollar, re-planned)",
+                             f"cost by {_least(got)}{_usd(base - got['cost'])} ({_usd(-price, 2)} per dollar, re-planned)",
                              "re-planned"))
         else:
             spare = f": the plan uses {_usd(use)} of {_usd(cap)}/yr ({_usd(cap - use)} headroom)"
@@ -188,7 +194,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
     if got is not None:
         if got.get("cost") is not None and got["cost"] < base - tol:
             rows.append(_row("redundancy", "policy.redundancy", True, base - got["cost"], "USD per year",
-                             f"N+1 redundancy costs {_usd(base - got['cost'])}/yr: without it the cheapest fleet is "
+                             f"N+1 redundancy costs {_least(got)}{_usd(base - got['cost'])}/yr: without it the cheapest fleet is "
                              f"{whynot.fleet_text(got['fleet'])} at {_usd(got['cost'])}/yr", "re-planned"))
         else:
             rows.append(_row("redundancy", "policy.redundancy", False, 0.0, "USD per year",
