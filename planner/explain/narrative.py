@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
 from planner.explain import prices as shadow
+from planner.explain import replan, whynot
 from planner.explain import three_checks as runit
-from planner.explain import whynot
 
 # --- the explanation rows: binding constraint families with prices -------------------------------
 
@@ -133,6 +133,12 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
     return rows
 
 
+def _least(got: dict) -> str:
+    """'at least ' when a lifted cap's re-plan was not proven optimal (its fleet is the best found
+    within its work or time limit: the plan's saving without the cap is at least what it shows)."""
+    return "" if got["status"] == "optimal" else "at least "
+
+
 def _cap_rows(plan, s, outcomes, long) -> list[dict]:
     base = plan["total_cost_usd_per_year"]
     tol = max(1.0, s.solver.gap * base)
@@ -146,7 +152,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
         if got.get("cost") is not None and got["cost"] < base - tol and got["power_kw"] > cap:
             price = (got["cost"] - base) / (got["power_kw"] - cap)
             msg = (f"site power binds: the plan draws {used:,.1f} of {cap:,.1f} kW; with +{got['power_kw'] - cap:,.1f} kW "
-                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_usd(base - got['cost'])}/yr less: "
+                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_least(got)}{_usd(base - got['cost'])}/yr less: "
                    f"{_usd(-price)} per extra kW-year (re-planned){lp_text}")
             rows.append(_row("power", "site.power_cap_kw", True, price, "USD per year per kW", msg, "re-planned"))
         else:
@@ -177,7 +183,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
             price = (got["cost"] - base) / max(free_use - cap, 1e-9)
             rows.append(_row("budget", constraint, True, price, "USD per year per USD of budget",
                              f"{constraint} binds at {_usd(cap)}: raising it to {_usd(free_use)} lowers the yearly "
-                             f"cost by {_usd(base - got['cost'])} ({_usd(-price, 2)} per dollar, re-planned)",
+                             f"cost by {_least(got)}{_usd(base - got['cost'])} ({_usd(-price, 2)} per dollar, re-planned)",
                              "re-planned"))
         else:
             spare = f": the plan uses {_usd(use)} of {_usd(cap)}/yr ({_usd(cap - use)} headroom)"
@@ -188,7 +194,7 @@ def _cap_rows(plan, s, outcomes, long) -> list[dict]:
     if got is not None:
         if got.get("cost") is not None and got["cost"] < base - tol:
             rows.append(_row("redundancy", "policy.redundancy", True, base - got["cost"], "USD per year",
-                             f"N+1 redundancy costs {_usd(base - got['cost'])}/yr: without it the cheapest fleet is "
+                             f"N+1 redundancy costs {_least(got)}{_usd(base - got['cost'])}/yr: without it the cheapest fleet is "
                              f"{whynot.fleet_text(got['fleet'])} at {_usd(got['cost'])}/yr", "re-planned"))
         else:
             rows.append(_row("redundancy", "policy.redundancy", False, 0.0, "USD per year",
@@ -209,6 +215,8 @@ def _target_rows(plan, s, outcomes) -> list[dict]:
         t2 = t * (1 + whynot.TARGET_STEP)
         constraint = f"jobs.{j.name}.min_tokens_per_s_per_user"
         unit = "USD per year per tok/s of per-user target"
+        if got.get("cost") is None and got.get("cut_short"):
+            continue  # the time ran out before its re-plan found a fleet: not evaluated (solver.cut_short)
         if got.get("cost") is None:
             rows.append(_row("target", constraint, True, None, unit,
                              f"no plan reaches {t2:,.1f} tok/s per user on '{j.name}' ({got['status']}): "
@@ -218,8 +226,10 @@ def _target_rows(plan, s, outcomes) -> list[dict]:
         delta = got["cost"] - base
         price = delta / (t2 - t)
         if delta > tol:
-            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs +{_usd(delta)}/yr "
-                   f"({_usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}")
+            most = "" if got["status"] == "optimal" else "at most "  # (the best fleet found, not proven)
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs {most}+{_usd(delta)}/yr "
+                   f"({_usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}"
+                   + (" (cut short by the time limit)" if got.get("cut_short") else ""))
         else:
             msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs nothing (re-planned: "
                    f"{whynot.fleet_text(got['fleet'])} at the same yearly cost)")
@@ -252,7 +262,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
            "alternatives" (why-not, one row per unused catalog accelerator) from reasons and LP bounds;
     full   + long-run prices and the value of one more system (LPs), the forced-accelerator MILPs
            nearest the plan, the "next_best" fleet, lifted caps and raised targets (MILPs bounded by
-           work, whynot.MAX_NODES).
+           work, replan.MAX_NODES).
     The plan's values were read already, so the model may be re-solved here; bounds are restored."""
     explain_placements(plan, s, cat)
     plan["explain"] = level
@@ -261,15 +271,20 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     limit = time_limit_s or s.solver.time_limit_s
     fleet = shadow.decisions(fm, res)
     unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
-    bounds = whynot.lp_bounds(s, cat, fm, unused, limit)
+    kept: dict = {}
+    before = whynot.variants_for(plan, s, cat, fm, []) if level == "full" else []
+    replan.prepare(s, cat, opts, before)  # (their LP relaxations are solved with the why-not bounds)
+    bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept, along=before)
     short = shadow.short_run(fm, fleet, limit)
     if level == "brief":
         outcomes, more, long = {}, {}, shadow.LPPrices(None, "not-solved")
     else:
-        forced = whynot.forced_to_solve(bounds, plan["total_cost_usd_per_year"])
-        variants = whynot.variants_for(plan, s, cat, fm, forced)
+        base = plan["total_cost_usd_per_year"]
+        forced = whynot.forced_to_solve(bounds, base)
+        variants = whynot.variants_for(plan, s, cat, fm, forced, kept, before)
+        plan_first(before, fm, res)
         with ThreadPoolExecutor(1) as pool:  # the MILP variants run beside the LPs below
-            pending = pool.submit(whynot.run_variants, s, cat, opts, variants, limit)
+            pending = pool.submit(replan.run_variants, s, cat, opts, variants, limit, base, milp_budget(res))
             more = shadow.one_more_system(fm, fleet, short, limit)
             long = shadow.long_run(fm, limit) if _time_left() else shadow.LPPrices(None, "not-solved")
             outcomes = pending.result()
@@ -278,6 +293,32 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
+
+
+EXPLAIN_SHARE = 1.0
+EXPLAIN_FLOOR_S = 5.0
+"""The re-planned variants' MILPs (--explain full) may take together EXPLAIN_SHARE of the seconds
+the plan's own solve took, and at least EXPLAIN_FLOOR_S (within the command's time limit): the
+explanations of a plan never take much longer than the plan. Those the time stops are said cut
+short (solver.cut_short, and the rows they explain say so or keep their LP bound)."""
+
+
+def plan_first(variants, fm, res) -> None:
+    """A raised target is first tried with the plan's own fleet (replan.fleet_fixed): every plan
+    of the raised target is a plan of the scenario (a configuration fast enough for the higher
+    target serves at least as many users at the lower one), so the variant costs at least the
+    plan's proven lower bound, objective x (1 - gap); a fleet within the variants' gap of that
+    bound is the answer. Not for shortlisted models (the two shortlists may differ) nor
+    max-coverage plans (the objective weighs coverage, not dollars)."""
+    if fm.pairs_pruned or fm.unserved or not res.ok or res.gap is None or res.objective is None:
+        return
+    for v in variants:
+        if v.key[0] == "target":
+            v.fleet, v.floor = replan.fleet_of(fm, res), res.objective * (1 - res.gap)
+
+
+def milp_budget(res) -> float:
+    return max(EXPLAIN_FLOOR_S, EXPLAIN_SHARE * res.seconds)
 
 
 def _time_left() -> bool:
@@ -309,7 +350,8 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     outcomes, long = {}, shadow.LPPrices(None, "not-solved")
     if level == "full":
         forced = whynot.forced_to_solve(bounds, base)
-        outcomes = whynot.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit)
+        outcomes = replan.run_variants(s, cat, opts, whynot.variants_for(plan, s, cat, ym, forced), limit,
+                                       None, milp_budget(res))
     plan["explanations"] = (_demand_rows(s, ym, res, short, long) + _target_rows(plan, s, outcomes)
                             + _cap_rows(plan, s, outcomes, long))
     plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds)

@@ -12,126 +12,29 @@
 - Finite differences of the integer plan: a cap lifted (site power, a budget, N+1 redundancy) or the
   per-user speed target of one of the TARGET_JOBS costliest serving jobs raised by TARGET_STEP,
   re-planned.
-Variants are independent; they run on a few threads, each with its own copy of the model (the
-solver runs apart), so the answers do not depend on the order. Each MILP is bounded by work
-(MAX_NODES branch-and-bound nodes), not by the clock, so the same input gives the same answers on a
-busy machine; the time limit stays as a safety net, and a solve it stopped is reported as cut short.
+Every variant is answered by replan.run_variants: its LP relaxation where that is exact (the LPs
+solved together, batch.py), else its MILP bounded by work (MAX_NODES branch-and-bound nodes), so
+the same input gives the same answers on a busy machine; the explanations' share of the time limit
+stays as a safety net, and a variant it stopped or left out is reported as such.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable
 
 import pulp
 
 from planner.data import deadline
-from planner.data.errors import SolverError
-from planner.milp import fleet as model
+from planner.explain import batch
+from planner.explain.replan import MAX_NODES, Variant, builder
 from planner.milp.fleet import FleetModel
-from planner.milp.solve import SolveResult, solve
-from planner.options import build as options
 from planner.options.eligibility import site_exclusion
 
 TARGET_STEP = 0.10  # +10% of the per-user speed target
 TARGET_JOBS = 3  # raised targets re-planned for the costliest serving jobs only
-MAX_WORKERS = 4
-MAX_NODES = 300  # branch-and-bound nodes per explanation MILP: a work bound, so answers are reproducible
-VARIANT_GAP = 0.01  # an alternative is priced within 1% (its status says whether that was proven)
-VARIANT_TIME_LIMIT_S = 20.0  # a safety net only: a variant it stops is reported as cut short
 NEAREST_FORCED = 4  # forced-accelerator MILPs re-solved at --explain full (smallest LP bounds first) ...
 NEAR = 0.25  # ... plus any whose LP bound is within 25% of the plan's cost
-
-
-@dataclass
-class Variant:
-    key: tuple
-    scenario: object | None = None  # a modified scenario: a fresh model (and options if asked)
-    rebuild_options: bool = False
-    options: object | None = None  # modified options: a fresh model
-    extra: Callable[[FleetModel], list] | None = None  # extra rows
-    note: str = ""
-
-
-def outcome(fm: FleetModel, res: SolveResult) -> dict:
-    """What a variant's plan is: status, yearly cost, fleet, bought power and capex, unserved users."""
-    if not res.ok:
-        return {"status": res.status, "cut_short": res.cut_short}
-    if fm.scenario.multi_year:  # the final year's fleet; cost = the accounting view's yearly average
-        from planner.milp.readout_years import read_multiyear
-
-        plan = read_multiyear(fm.scenario, fm, res)
-    else:
-        from planner.milp.readout import read_plan
-
-        plan = read_plan(fm.scenario, fm, res)
-    bought = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
-    unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
-    return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
-            "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
-            "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
-            "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
-            "unserved_users": unserved, "cut_short": res.cut_short}
-
-
-def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float) -> dict[tuple, dict]:
-    """Solve every variant, each MILP bounded by MAX_NODES; key -> outcome()."""
-    out: dict[tuple, dict] = {}
-    todo = list(variants)
-    lock = threading.Lock()
-
-    def worker() -> None:
-        base = None
-        while True:
-            with lock:
-                if not todo:
-                    return
-                if deadline.left() <= 0:  # the command's time limit: the rest are left out, said cut short
-                    deadline.cut("explanations")
-                    todo.clear()
-                    return
-                v = todo.pop(0)
-            if v.scenario is not None or v.options is not None:
-                vs = v.scenario or s
-                try:
-                    fm = builder(vs)(vs, cat, v.options or (options.build(vs, cat) if v.rebuild_options else opts))
-                except SolverError:  # the options build ran out of the command's time: cut short
-                    deadline.cut("explanations")
-                    continue
-                prob = fm.prob
-            else:
-                base = base or builder(s)(s, cat, opts)
-                fm, prob = base, base.prob.copy()
-            rows = v.extra(fm) if v.extra else []
-            for i, row in enumerate(rows):
-                prob.addConstraint(row, f"variant{i}")
-            fm = dataclasses.replace(fm, prob=prob)
-            if any(len(row.expr) == 0 for row in rows):
-                result = {"status": "no-variables"}
-            else:
-                result = outcome(fm, solve(fm, time_limit_s=min(time_limit_s, VARIANT_TIME_LIMIT_S),
-                                           gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES))
-            result["note"] = v.note
-            with lock:
-                out[v.key] = result
-
-    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1, len(variants)))
-    with ThreadPoolExecutor(workers) as pool:
-        for f in [pool.submit(worker) for _ in range(workers)]:
-            f.result()
-    return out
-
-
-# --- which variants -----------------------------------------------------------------------------
-
-def builder(s):
-    """The model a scenario is planned with (one year, or years 1..H when it has per-year settings)."""
-    return model.build
 
 
 def force_terms(fm: FleetModel, acc: str) -> list:
@@ -173,22 +76,26 @@ def jobs_on(opts, acc: str) -> list[str]:
                   if any(o.accelerator == acc for o in lst))
 
 
-def _forced(acc: str, opts) -> Variant:
+def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
     moved = jobs_on(opts, acc)
     note = (f"running {', '.join(repr(d) for d in moved)} on it" if len(moved) <= 3
             else f"running the {len(moved)} jobs it can run on it")
-    return Variant(("force", acc), options=only_on(opts, acc), extra=_force(acc), note=note)
+    model, lp = kept or (None, None)
+    return Variant(("force", acc), options=only_on(opts, acc), extra=_force(acc), note=note, model=model, lp=lp)
 
 
-def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float) -> dict[str, float | None]:
+def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float,
+              keep: dict | None = None, along: list[Variant] = ()) -> dict[str, float | None]:
     """For each accelerator: the LP relaxation of the plan forced onto it (a lower bound of its
     cost: the model's objective), inf where even that LP is infeasible, None where nothing can be
-    forced (no variable puts work on it)."""
-    out = {}
+    forced (no variable puts work on it). The LPs are solved together (batch.py), with those of
+    the variants `along` (built by replan.prepare; their Variant.lp is set); keep, when given,
+    receives acc -> (forced model, its LP result) for the MILPs that follow."""
+    out, models = {}, {}
     for acc in accelerators:
         if deadline.left() <= 0:  # the command's time limit: left out of the dict, said cut short
             deadline.cut("explanations")
-            continue
+            break
         forced = builder(s)(s, cat, only_on(fm.options, acc))
         rows = _force(acc)(forced)
         if any(len(row.expr) == 0 for row in rows):
@@ -196,9 +103,16 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
             continue
         for i, row in enumerate(rows):
             forced.prob.addConstraint(row, f"variant{i}")
-        res = solve(forced, time_limit_s=time_limit_s, gap=0.0, mip=False)
+        models[acc] = forced
+    along = [v for v in along if v.model is not None and v.lp is None]
+    got = batch.solve_lps(list(models.values()) + [v.model for v in along], time_limit_s)
+    for v, res in zip(along, got[len(models):]):
+        v.lp = res
+    for (acc, forced), res in zip(models.items(), got):
         out[acc] = res.objective if res.ok else (math.inf if res.status == "infeasible" else None)
-    return out
+        if keep is not None:
+            keep[acc] = (forced, res)
+    return {acc: out[acc] for acc in accelerators if acc in out}
 
 
 def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
@@ -208,8 +122,13 @@ def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
     return sorted({a for k, (b, a) in enumerate(ranked) if k < NEAREST_FORCED or b <= base * (1 + NEAR)})
 
 
-def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str]) -> list[Variant]:
-    """The next-best, lifted-cap, raised-target and forced-accelerator variants of a plan."""
+def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: dict | None = None,
+                 before: list[Variant] | None = None) -> list[Variant]:
+    """The next-best, lifted-cap, raised-target and forced-accelerator variants of a plan (kept:
+    the forced models lp_bounds built and relaxed; before: the variants other than forced ones,
+    made already)."""
+    if before is not None:
+        return before + [_forced(a, fm.options, (kept or {}).get(a)) for a in forced]
     out = []
     if plan["fleet"] and plan["fleet"][0]["acquisition"] == "api":  # the next best hosts it itself
         out.append(Variant(("next",), options=dataclasses.replace(fm.options, api={})))
@@ -217,22 +136,23 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str]) -> list[
         out.append(Variant(("next",), options=without_systems(fm.options, {plan["fleet"][0]["system"]})))
     if s.site.power_cap_kw is not None:
         out.append(Variant(("cap", "power"), s.model_copy(update={"site": s.site.model_copy(
-            update={"power_cap_kw": None})})))
+            update={"power_cap_kw": None})}), lifted=True))
     for name in ("usd_per_year", "capex_usd_per_year", "opex_usd_per_year"):
         if getattr(s.budget, name) is not None:
             out.append(Variant(("cap", name), s.model_copy(update={"budget": s.budget.model_copy(
-                update={name: None})})))
+                update={name: None})}), lifted=True))
     if s.policy.redundancy == "n+1":
         out.append(Variant(("cap", "redundancy"), s.model_copy(update={"policy": s.policy.model_copy(
-            update={"redundancy": "none"})})))
+            update={"redundancy": "none"})}), lifted=True))
     cost = {j["name"]: j["cost_usd_per_year"] or 0.0 for j in plan["jobs"]}
     costliest = sorted((j for j in s.jobs if j.stage == "serve"), key=lambda j: (-cost.get(j.name, 0.0), j.name))
     for j in costliest[:TARGET_JOBS]:
         if j.stage == "serve":
             faster = j.model_copy(update={"min_tokens_per_s_per_user": j.min_tokens_per_s_per_user * (1 + TARGET_STEP)})
             jobs = [faster if k.name == j.name else k for k in s.jobs]
-            out.append(Variant(("target", j.name), s.model_copy(update={"jobs": jobs}), rebuild_options=True))
-    return out + [_forced(a, fm.options) for a in forced]
+            out.append(Variant(("target", j.name), s.model_copy(update={"jobs": jobs}), rebuild_options=True,
+                               rebuild_jobs=(j.name,)))
+    return out + [_forced(a, fm.options, (kept or {}).get(a)) for a in forced]
 
 
 # --- reading the answers ------------------------------------------------------------------------
@@ -288,6 +208,8 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         row = {"accelerator": acc, "status": "infeasible", "cost_delta_usd_per_year": None, "fleet": None,
                "basis": "reason"}
         got = outcomes.get(("force", acc))
+        skipped = got is not None and got["status"] == "skipped"  # the explanations' time ran out first
+        got = None if skipped else got
         note = _forced(acc, opts).note if acc in with_options else ""
         if acc not in with_options:
             row["reason"] = _no_option_reason(acc, opts)
@@ -299,9 +221,11 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
                              "(budget, site power, availability or N+1), not even the LP relaxation")
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
+            why = ("the explanations' share of the time limit ran out first" if skipped
+                   else "as cheaper alternatives were")
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
                        reason=f"the cheapest plan {note} costs at least {_usd(bounds[acc])}/yr (+{_usd(delta)} "
-                              "or more: the LP relaxation's bound; not re-planned, as cheaper alternatives were)")
+                              f"or more: the LP relaxation's bound; not re-planned, {why})")
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
         elif got["status"] == "infeasible":
@@ -335,6 +259,12 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
     systems = [plan["fleet"][0]["system"]]
     if plan["fleet"][0]["acquisition"] == "api":
         systems = [f"{plan['fleet'][0]['provider']}'s hosted API"]
+    if got["status"] == "skipped" or (got["status"] not in ("optimal", "feasible", "infeasible") and got.get("cut_short")):
+        ran = "first" if got["status"] == "skipped" else "before its re-plan found a fleet"
+        return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
+                "excluded_systems": systems,
+                "message": f"the next-best fleet without {', '.join(systems)} was not re-planned: the "
+                           f"explanations' share of the time limit ran out {ran} (raise --time-limit to see it)"}
     if got["status"] not in ("optimal", "feasible"):
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
@@ -345,4 +275,5 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
             "message": f"next-best fleet without {', '.join(systems)}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
-                       f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''})"}
+                       f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
+                       f"{'; cut short by the time limit' if got.get('cut_short') else ''})"}

@@ -11,6 +11,7 @@ the machine is.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -62,6 +63,12 @@ def _cbc_path() -> str | None:
                               "    To fix: point PLANNER_CBC at a cbc executable, or unset it to use the "
                               "one pulp[cbc] installs")
         return env
+    return _cbcbox_path()
+
+
+@functools.lru_cache(maxsize=1)
+def _cbcbox_path() -> str | None:
+    """cbcbox's binary (it reads /proc/cpuinfo to pick one: 4 ms, once per command, not per solve)."""
     try:
         import cbcbox  # installed by pulp[cbc]
         return cbcbox.cbc_bin_path()
@@ -102,6 +109,11 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
         raise InputError(Problem("solver 'highs' is not installed", "solver.name",
                                  'pip install ".[highs]" (or pip install highspy), or use solver.name: cbc'))
     params = {"mip_max_nodes": int(max_nodes)} if max_nodes is not None and mip else {}
+    if not pulp.HiGHS().available():  # PuLP was imported without highspy (planner/milp/__init__.py)
+        import importlib
+
+        from pulp.apis import highs_api
+        pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
     return pulp.HiGHS(msg=False, timeLimit=float(max(1, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
                       **params)
 

@@ -255,10 +255,10 @@ def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[Edge
 
 # --- everything ---------------------------------------------------------------------------------
 
-def build(s: Scenario, cat: Catalog) -> Options:
-    """All options for each demand over the systems with at least one offer that demand may use
-    (allowed by the policy, then demand_offer_exclusion); batch configurations no such offer can
-    host (batch_offer_exclusion) are dropped with their reason."""
+def build(s: Scenario, cat: Catalog, reuse: Options | None = None, rebuild: frozenset[str] = frozenset()) -> Options:
+    """All options for each demand over the systems with at least one offer that demand may use (allowed by
+    the policy, then demand_offer_exclusion); batch configurations no such offer can host (batch_offer_exclusion)
+    are dropped with their reason; jobs not in `rebuild` are taken from `reuse` (Options.take), when given."""
     opts = Options()
     opts.offers, opts.excluded_offers = allowed_offers(s, cat)
     jobs = {j.name: j for j in s.jobs}
@@ -283,6 +283,8 @@ def build(s: Scenario, cat: Catalog) -> Options:
         if budget is not None and budget.step.startswith("options"):  # progress: the plan's own build
             budget.step = f"options, {done:,} of {len(demands):,} job parts"
         opts.demands[d.key] = d
+        if reuse is not None and d.job not in rebuild and d.key in reuse.demands and opts.take(reuse, d.key):
+            continue
         job = jobs[d.job]
         m = cat.models[job.model]
         _record_eligible(opts, d, s, cat, eligibility)
@@ -312,10 +314,9 @@ def build(s: Scenario, cat: Catalog) -> Options:
 
 def _out_of_time(done: int, total: int) -> str:
     b = deadline.current()
-    return (f"no plan within the time limit of {b.seconds:g} s: building the options (every way to run each "
-            f"job on each allowed system) used it all, {done:,} of {total:,} job parts done in "
-            f"{b.elapsed():.1f} s.\n    To fix: raise --time-limit (or solver.time_limit_s in the scenario), "
-            "or split the scenario, or narrow policy.accelerators")
+    return (f"no plan within the time limit of {b.seconds:g} s: building the options (every way to run each job on "
+            f"each allowed system) used it all, {done:,} of {total:,} job parts done in {b.elapsed():.1f} s.\n    To fix: "
+            "raise --time-limit (or solver.time_limit_s in the scenario), or split the scenario, or narrow policy.accelerators")
 
 
 def _record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: dict) -> None:

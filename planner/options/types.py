@@ -106,6 +106,18 @@ class Options:
     def note(self, demand: str, accelerator: str, reason: str) -> None:
         self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
 
+    def take(self, other: Options, demand: str) -> bool:
+        """Demand's eligible offers, configurations and why-nots, as `other` (built for the same
+        offers and policy) has them: a demand's options depend on its own job, the offers and the
+        policy only, so a variant that changes one job searches only that job's again. True."""
+        self.eligible[demand], self.ineligible[demand] = other.eligible[demand], other.ineligible[demand]
+        for mine, theirs in ((self.serve, other.serve), (self.batch, other.batch), (self.edge, other.edge)):
+            if demand in theirs:
+                mine[demand] = list(theirs[demand])
+        if demand in other.why_not:
+            self.why_not[demand] = dict(other.why_not[demand])
+        return True
+
     by_system: dict = field(default_factory=dict, repr=False, compare=False)
     """demand -> (its eligible list, system -> offer ids): offers_for's index, rebuilt when the list changes"""
 

@@ -1,0 +1,260 @@
+"""Re-planned variants of a plan ("what if"): each one a model of its own, answered by its LP
+relaxation where that is exact, else by its MILP bounded by work.
+
+For every variant, first its LP relaxation (all of them in one solver run, batch.py); then
+  - LP infeasible: the variant has no plan (the MILP's feasible set lies inside the LP's);
+  - LP solution integral on every integer variable: it is the MILP's optimum (proven: no integer
+    point beats the relaxation), read out as the variant's plan;
+  - a lifted cap (Variant.lifted: site power, a budget, N+1) whose LP bound is within half the
+    plan's tolerance of the plan's cost (or above it): the cap does not bind, proven, as no plan
+    without it is cheaper by more than the tolerance (the tie-break of TIE_BREAK_USD per system
+    in the objective is far below half of it); the outcome says so ("not-binding") with the bound;
+  - otherwise the MILP, bounded by MAX_NODES branch-and-bound nodes (a work bound: the same input
+    gives the same answers on a busy machine), VARIANT_GAP, and the explanations' share of the
+    time limit (budget_s); a MILP that the clock stopped is reported as cut short, one never
+    started as skipped (data.deadline records both, and the plan lists them in solver.cut_short).
+The MILPs run on a few threads (the solver runs apart), each on its own model, so the answers do
+not depend on the order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from planner.data import deadline
+from planner.data.errors import SolverError
+from planner.explain import batch
+from planner.milp import fleet as model
+from planner.milp.fleet import FleetModel
+from planner.milp.solve import SolveResult, solve
+from planner.options import build as options
+
+MAX_WORKERS = 4
+MAX_NODES = 300  # branch-and-bound nodes per explanation MILP: a work bound, so answers are reproducible
+VARIANT_GAP = 0.01  # an alternative is priced within 1% (its status says whether that was proven)
+VARIANT_TIME_LIMIT_S = 20.0  # a safety net only: a variant it stops is reported as cut short
+
+
+@dataclass
+class Variant:
+    key: tuple
+    scenario: object | None = None  # a modified scenario: a fresh model (and options if asked)
+    rebuild_options: bool = False
+    rebuild_jobs: tuple = ()
+    """the jobs whose options differ from the plan's (rebuild_options: the rest are reused)"""
+    options: object | None = None  # modified options: a fresh model
+    extra: Callable[[FleetModel], list] | None = None  # extra rows
+    note: str = ""
+    lifted: bool = False
+    """a cap lifted: every plan of the scenario is a plan of the variant (none is dearer)"""
+    model: FleetModel | None = None
+    """the variant's model, built (prepare(): with its extra rows), and its LP relaxation (lp)"""
+    lp: SolveResult | None = None
+    empty: bool = False
+    """an extra row names no variable: nothing can be forced, no model"""
+    fleet: dict | None = None
+    """(store, key) -> count: the plan's fleet, tried first with the fleet fixed (a raised target)"""
+    floor: float | None = None
+    """a proven lower bound on the variant's objective (a raised target: the plan's own bound)"""
+
+
+def builder(s):
+    """The model a scenario is planned with (one year, or years 1..H when it has per-year settings)."""
+    return model.build
+
+
+def outcome(fm: FleetModel, res: SolveResult) -> dict:
+    """What a variant's plan is: status, yearly cost, fleet, bought power and capex, unserved users."""
+    if not res.ok:
+        return {"status": res.status, "cut_short": res.cut_short}
+    if fm.scenario.multi_year:  # the final year's fleet; cost = the accounting view's yearly average
+        from planner.milp.readout_years import read_multiyear
+
+        plan = read_multiyear(fm.scenario, fm, res)
+    else:
+        from planner.milp.readout import read_plan
+
+        plan = read_plan(fm.scenario, fm, res)
+    bought = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
+    unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
+    return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
+            "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
+            "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
+            "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
+            "unserved_users": unserved, "cut_short": res.cut_short}
+
+
+def prepare(s, cat, opts, variants: list[Variant]) -> None:
+    """Build each variant's model with its extra rows, in place (Variant.model; Variant.empty when
+    an extra row names no variable: nothing can be forced). A variant left without a model ran out
+    of the command's time (said cut short)."""
+    for v in variants:
+        if v.model is not None or v.empty:
+            continue
+        if deadline.left() <= 0:
+            deadline.cut("explanations")
+            return
+        vs = v.scenario or s
+        try:
+            if v.rebuild_options:  # only the changed jobs' configurations are searched again
+                vo = options.build(vs, cat, reuse=opts, rebuild=frozenset(v.rebuild_jobs))
+            fm = builder(vs)(vs, cat, v.options or (vo if v.rebuild_options else opts))
+        except SolverError:  # the options build ran out of the command's time: cut short
+            deadline.cut("explanations")
+            continue
+        rows = v.extra(fm) if v.extra else []
+        if any(len(row.expr) == 0 for row in rows):
+            v.empty = True
+            continue
+        for i, row in enumerate(rows):
+            fm.prob.addConstraint(row, f"variant{i}")
+        v.model = fm
+
+
+def from_lp(fm: FleetModel, v: Variant, lp: SolveResult, base: float | None, tol: float) -> dict | None:
+    """The variant's answer when its LP relaxation settles it exactly (see the module docstring)."""
+    if lp.status == "infeasible":
+        return {"status": "infeasible", "cut_short": False, "basis": "lp"}
+    if not lp.ok:
+        return None
+    if batch.integral(fm, lp):
+        return {**outcome(fm, lp), "basis": "lp-integral"}
+    if v.lifted and base is not None and not fm.unserved and lp.objective >= base - tol / 2:
+        return {"status": "not-binding", "bound": lp.objective, "cut_short": False, "basis": "lp-bound"}
+    return None
+
+
+def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float, base: float | None = None,
+                 budget_s: float | None = None) -> dict[tuple, dict]:
+    """Answer every variant (LP first, then MILPs on threads); key -> outcome(). base: the plan's
+    yearly cost (for lifted caps); budget_s: wall seconds the MILPs may take together."""
+    tol = max(1.0, s.solver.gap * (base or 0.0))
+    prepare(s, cat, opts, variants)
+    out = {v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty}
+    todo = [v for v in variants if v.model is not None]
+    models = {v.key: v.model for v in todo}
+    need = [v for v in todo if v.lp is None]
+    for v, lp in zip(need, batch.solve_lps([v.model for v in need], time_limit_s)):
+        v.lp = lp
+    milps = []
+    for v in todo:
+        got = from_lp(models[v.key], v, v.lp, base, tol)
+        if got is None:
+            milps.append(v)
+        else:
+            out[v.key] = {**got, "note": v.note}
+    out.update(_milps(s, milps, models, time_limit_s, budget_s))
+    return out
+
+
+SMALL_VARIABLES = 50
+"""forced-accelerator MILPs of at most this many variables (a job or two on one accelerator) are
+solved together as one block-diagonal MILP at gap 0 (batch.joint): one solver start for all of
+them, each answer proven optimal; when the joint search does not finish within MAX_NODES they are
+solved one at a time as before"""
+
+
+FLEET_STORES = ("p", "k", "r", "rp")
+"""the stores of a fleet: systems bought, reserved, rented (per demand, and shared by pools)"""
+
+
+def fleet_of(fm: FleetModel, res: SolveResult) -> dict[tuple, int]:
+    return {(store, key): round(res.values.get(v.name, 0.0))
+            for store in FLEET_STORES for key, v in getattr(fm, store).items()}
+
+
+@contextmanager
+def fleet_fixed(fm: FleetModel, fleet: dict[tuple, int]):
+    """fm with its fleet variables fixed at `fleet` (by (store, key); one the plan lacks at 0),
+    bounds restored after."""
+    saved = []
+    try:
+        for store in FLEET_STORES:
+            for key, v in sorted(getattr(fm, store).items(), key=lambda kv: repr(kv[0])):
+                saved.append((v, v.lowBound, v.upBound))
+                v.lowBound = v.upBound = fleet.get((store, key), 0)
+        yield fm
+    finally:
+        for v, lo, up in saved:
+            v.lowBound, v.upBound = lo, up
+
+
+def _in(todo: list) -> list[Variant]:
+    """The variants of a task list (a variant, a group solved together, or ("fixed", variant))."""
+    return [v for item in todo for v in (item if isinstance(item, list) else [item[1]] if isinstance(item, tuple)
+                                         else [item])]
+
+
+def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget_s: float | None) -> dict:
+    out: dict[tuple, dict] = {}
+    small = [v for v in variants if v.key[0] == "force" and len(models[v.key].prob.variables()) <= SMALL_VARIABLES]
+    small = small if len(small) > 1 and s.solver.name == "cbc" else []  # (HiGHS runs in process: no start to save)
+    first = [("fixed", v) for v in variants if v.fleet is not None and v.floor is not None and s.solver.name == "cbc"]
+    todo: list = ([small] if small else []) + first + [v for v in variants if v not in small
+                                                         and not any(v is w for _, w in first)]
+    lock = threading.Lock()
+    stop = None if budget_s is None else time.monotonic() + budget_s
+
+    def together(group: list[Variant], left: float) -> None:
+        got = batch.joint([models[v.key] for v in group], left, mip=True, max_nodes=MAX_NODES)
+        with lock:
+            if got is None:  # not proven within the work bound: one at a time
+                todo.extend(group)
+                return
+            for v, res in zip(group, got):
+                out[v.key] = {**outcome(models[v.key], res), "basis": "milp", "note": v.note}
+
+    def fixed_first(v: Variant, left: float) -> None:
+        """The plan's fleet under the variant (fleet_fixed): kept when it is provably within
+        VARIANT_GAP of the variant's optimum, else the variant's own MILP is queued."""
+        fm = models[v.key]
+        with fleet_fixed(fm, v.fleet):
+            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
+            got = outcome(fm, res) if res.ok and res.objective - v.floor <= VARIANT_GAP * abs(res.objective) else None
+        with lock:
+            if got is None:
+                todo.append(v)
+            else:
+                out[v.key] = {**got, "status": "optimal", "basis": "plan-fleet", "note": v.note}
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                left = min(deadline.left(), VARIANT_TIME_LIMIT_S, time_limit_s,
+                           stop - time.monotonic() if stop is not None else VARIANT_TIME_LIMIT_S)
+                if left <= 0:  # the command's or the explanations' time: the rest are left out, said cut short
+                    deadline.cut("explanations")
+                    if deadline.left() > 0:  # (the command's own limit leaves them out, as every step it cuts)
+                        for v in _in(todo):
+                            out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
+                    todo.clear()
+                    return
+                v = todo.pop(0)
+            if isinstance(v, list):
+                together(v, left)
+                continue
+            if isinstance(v, tuple):
+                fixed_first(v[1], left)
+                continue
+            fm = models[v.key]
+            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
+            if stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
+                    and res.status != "optimal":
+                deadline.cut("explanations")  # the explanations' share of the time, not the search, ended it
+            result = {**outcome(fm, res), "basis": "milp", "note": v.note}
+            with lock:
+                out[v.key] = result
+
+    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1, len(variants)))
+    with ThreadPoolExecutor(workers) as pool:
+        for f in [pool.submit(worker) for _ in range(workers)]:
+            f.result()
+    return out
