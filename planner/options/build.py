@@ -28,8 +28,8 @@ from planner.options.crossdisagg import options as cross_options
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
-    demand_offer_exclusion,
     kind_phrase,
+    record_eligible,
 )
 from planner.options.types import BatchOption, Demand, EdgeOption, Options, ServeOption
 from planner.physics import moe, serving, training
@@ -287,7 +287,7 @@ def build(s: Scenario, cat: Catalog, reuse: Options | None = None, rebuild: froz
             continue
         job = jobs[d.job]
         m = cat.models[job.model]
-        _record_eligible(opts, d, s, cat, eligibility)
+        record_eligible(opts, d, s, cat, eligibility)
         lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
         found = lists.setdefault(d.key, [])
         for sid in sorted({opts.offers[oid].system for oid in opts.eligible[d.key]}):
@@ -317,23 +317,6 @@ def _out_of_time(done: int, total: int) -> str:
     return (f"no plan within the time limit of {b.seconds:g} s: building the options (every way to run each job on "
             f"each allowed system) used it all, {done:,} of {total:,} job parts done in {b.elapsed():.1f} s.\n    To fix: "
             "raise --time-limit (or solver.time_limit_s in the scenario), or split the scenario, or narrow policy.accelerators")
-
-
-def _record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: dict) -> None:
-    """The offers demand d may use, and why not the others. demand_offer_exclusion reads a demand's
-    kind and latency_critical only, so demands alike in both share one pass over the offers (`seen`)."""
-    key = (d.kind, d.latency_critical)
-    if key not in seen:
-        ok, why = [], {}
-        for oid, o in sorted(opts.offers.items()):
-            reason = demand_offer_exclusion(d, o, cat.systems[o.system], s)
-            if reason:
-                why[oid] = reason
-            else:
-                ok.append(oid)
-        seen[key] = ok, why
-    ok, why = seen[key]
-    opts.eligible[d.key], opts.ineligible[d.key] = list(ok), dict(why)
 
 
 def _hostable(opts: Options, d: Demand, got: list, system: System, why: str) -> tuple[list, str]:

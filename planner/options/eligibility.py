@@ -8,7 +8,7 @@ import math
 from planner.data.catalog import Catalog, Offer, System
 from planner.data.consistency import allowed_regions  # noqa: F401  (re-exported: options.api reads it here)
 from planner.data.scenario import Scenario
-from planner.options.types import BatchOption, Demand
+from planner.options.types import BatchOption, Demand, Options
 from planner.physics import costs
 
 # --- offers the policy allows ----------------------------------------------------------------
@@ -151,3 +151,20 @@ def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[st
     pool = list(allowed.values())
     kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool)}
     return kept, excluded
+
+
+def record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: dict) -> None:
+    """The offers demand d may use, and why not the others. demand_offer_exclusion reads a demand's
+    kind and latency_critical only, so demands alike in both share one pass over the offers (`seen`)."""
+    key = (d.kind, d.latency_critical)
+    if key not in seen:
+        ok, why = [], {}
+        for oid, o in sorted(opts.offers.items()):
+            reason = demand_offer_exclusion(d, o, cat.systems[o.system], s)
+            if reason:
+                why[oid] = reason
+            else:
+                ok.append(oid)
+        seen[key] = ok, why
+    ok, why = seen[key]
+    opts.eligible[d.key], opts.ineligible[d.key] = list(ok), dict(why)
