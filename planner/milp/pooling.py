@@ -73,17 +73,36 @@ def define_pool_variables(fm) -> None:
             fm.cost(t, "rental", o.price_usd_per_hour * fm.factor(oid, t) * hours_per_year(d), rv, oid)
 
 
+def _spare_of(fm, oid: str, hours_per_day: float, t: int) -> tuple:
+    return (oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, hours_per_day, t)
+
+
 def define_pool_spares(fm) -> None:
-    """N+1 for pooled replicas: Y[p,c,o] <= bound u, u the owned offer's spare or the shared rental
-    pool's (capacity rows keep that system free)."""
+    """N+1 for pooled replicas, u the owned offer's spare or the shared rental pool's (capacity rows
+    keep that system free):
+      pool-spare   Y[p,c,o] <= bound u
+      pool-share   sum_i users_i y[d,i,o] <= users_d u, per pooled demand d and spare pool
+    pool-share is the facility-location linking row (see fleet.define_spare_variables): in the LP
+    relaxation the spare is priced at the share of each demand the pool carries. It holds in every
+    plan whose loads y serve no more than each demand needs, and any plan's loads can be lowered to
+    that (y sits in the demand row, a >= row, and the load rows, sum y <= Y), so an optimal plan keeps."""
     if fm.scenario.policy.redundancy != "n+1":
         return
     for key, yv in sorted(fm.yp.items()):
         oid, t = key[2], key[3]
-        d = fm.pool_opt[key][1]
-        spare = (oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, d.hours_per_day, t)
+        spare = _spare_of(fm, oid, fm.pool_opt[key][1].hours_per_day, t)
         u = fm.u[spare] if spare in fm.u else fm.var(fm.u, spare, "Binary")
         fm.add("pool-spare", key, yv <= (yv.upBound or fm.cap_of(fm.offer(oid))) * u)
+    if not fm.tight:
+        return
+    share: dict[tuple, list] = {}
+    for (dk, i, oid, t), v in sorted(fm.y.items()):
+        d = fm.options.demands[dk]
+        spare = _spare_of(fm, oid, d.hours_per_day, t)
+        if d.pool and spare in fm.u:
+            share.setdefault((dk, spare), []).append((v, fm.options.serve[dk][i].users_per_replica))
+    for (dk, spare), terms in sorted(share.items()):
+        fm.add("pool-share", (dk, *spare), pulp.LpAffineExpression(terms) <= fm.demand_at(dk, spare[-1]) * fm.u[spare])
 
 
 def serving_terms(fm) -> list[tuple[str, object, object, object]]:
