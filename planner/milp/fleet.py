@@ -135,7 +135,7 @@ def define_spare_variables(fm: FleetModel) -> None:
         if len(terms) > 1:
             top = fm.demand_at(dk, t) + max(c for c, _, _ in terms)
             fm.add("spare-share", (dk, oid, t), pulp.LpAffineExpression([(v, c) for c, v, _ in terms])
-                   <= top * terms[0][2])
+                   <= top * terms[0][2], cut=True)
 
 
 def define_batch_variables(fm: FleetModel) -> None:

@@ -102,7 +102,8 @@ def define_pool_spares(fm) -> None:
         if d.pool and spare in fm.u:
             share.setdefault((dk, spare), []).append((v, fm.options.serve[dk][i].users_per_replica))
     for (dk, spare), terms in sorted(share.items()):
-        fm.add("pool-share", (dk, *spare), pulp.LpAffineExpression(terms) <= fm.demand_at(dk, spare[-1]) * fm.u[spare])
+        fm.add("pool-share", (dk, *spare), pulp.LpAffineExpression(terms) <= fm.demand_at(dk, spare[-1]) * fm.u[spare],
+               cut=True)
 
 
 def serving_terms(fm) -> list[tuple[str, object, object, object]]:
@@ -130,7 +131,7 @@ def define_pool_constraints(fm) -> None:
         for dk, i, v in ms:
             users, need = fm.options.serve[dk][i].users_per_replica, fm.demand_at(dk, key[3])
             if need < users:
-                fm.add("pool-cover", (dk, i, key[2], key[3]), users * v <= need * fm.yp[key])
+                fm.add("pool-cover", (dk, i, key[2], key[3]), users * v <= need * fm.yp[key], cut=True)
     used: dict[tuple, list] = {}
     for key, v in fm.yp.items():
         opt, d = fm.pool_opt[key]
