@@ -21,6 +21,16 @@ Objective: the yearly cost (one year) or the NPV of the cash paid (years), see m
 max-coverage mode priority-weighted served demand first, then cost.
 
 Every constraint is registered under (family, entity) in `FleetModel.rows`; nothing parses names.
+
+Valid inequalities (tight models only; registered in `FleetModel.cuts` and relaxed while prices
+re-solve with the fleet fixed): rows that no optimal plan violates and that lift the LP relaxation
+towards the integer hull, each with its proof in its function's docstring:
+  spare-share  sum_i c_i y[d,i,o,t] <= (users[d,t] + max_i c_i) u_pool      (define_spare_variables)
+  pool-share   sum_i users_i y[d,i,o,t] <= users[d,t] u_pool, pooled d       (pooling.define_pool_spares)
+  pool-cover   users_i y[d,i,o,t] <= users[d,t] Y[p,c,o,t], pooled d, users[d,t] < users_i
+                                                                             (pooling.define_pool_constraints)
+Each holds in every minimal plan (no replica removable, no load lowerable with the demand still
+met), and every plan lowers to a minimal one at no higher cost, so the optimum is unchanged.
 """
 
 from __future__ import annotations

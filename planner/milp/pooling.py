@@ -18,6 +18,8 @@ load. For a pool p, a configuration c = (system, TP, PP), an offer o and a year 
 Owned offers: Y enters the capacity and hours rows in place of the pooled demands' y (fleet's
 serving_terms), and busy power is charged on Y: slots x busy $/accelerator-hour x hours x Y.
 N+1: Y[p,c,o] <= bound x u[pool of o] (one spare system per owned offer or shared rental pool).
+Valid inequalities (cuts, see fleet.py): pool-share users_i y[d,i,o] <= users_d u (N+1) and
+pool-cover users_i y[d,i,o] <= users_d Y[p,c,o] for a job smaller than one replica.
 """
 
 from __future__ import annotations
