@@ -180,7 +180,7 @@ def pooled_usage(fm, values: dict[str, float], year: int | None = None) -> dict[
             continue
         opt, d = fm.pool_opt[key]
         hours = round(values.get(yv.name, 0.0)) * opt.accelerator_slots * hours_per_year(d)
-        loads = [(dk, values.get(v.name, 0.0)) for dk, _, v in ms]
+        loads = [(dk, round(values.get(v.name, 0.0), 4)) for dk, _, v in ms]  # as pool_rows shows them
         total = sum(x for _, x in loads)
         for dk, x in loads:
             if total > 1e-9 and x > 1e-9:
