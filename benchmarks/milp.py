@@ -1,11 +1,11 @@
 """The MILP core against issue 11's targets, on this machine; prints one line per run.
 
-    python benchmarks/milp.py [--only shipped|nplus1|large|bank|scale] [--repeat 3]
+    python benchmarks/milp.py [--only shipped|nplus1|large|bank|scale] [--seed 3] [--repeat 3] [--explain full]
 
 shipped  every shipped scenario with N+1 switched on where it is off: status, gap, seconds (one
          that N+1 takes over its budget, exit 3, also planned without the budget)
 nplus1   5, 10, 15 and 20 generated jobs (serving and LoRA), buy only, CUDA only, N+1: the whole
-         command (`plan X.yaml`, explanations full) wall time, status and gap
+         command (`plan X.yaml`, explanations as --explain says, default full) wall time, status and gap
 large    60 and 200 generated jobs (7B-120B serving and LoRA, every acquisition mode) with
          --explain none: wall time, status, the gap the plan reports and pairs left out
 bank     `plan scenarios/bank.yaml` (explanations full) against `python -c "import pandas, pulp,
@@ -95,12 +95,12 @@ def shipped(tmp: Path) -> None:
                                                                     "--explain", "none"))
 
 
-def nplus1(tmp: Path, seed: int) -> None:
+def nplus1(tmp: Path, seed: int, explain: str = "full") -> None:
     for n in (5, 10, 15, 20):
         body = {"name": f"nplus1-{n}", "site": {"kind": "datacenter"},
                 "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"},
                 "solver": {"time_limit_s": 60}, "jobs": jobs(n, seed)}
-        line(f"{n} jobs, buy only, N+1 (full)", *run_plan(write(tmp, f"nplus1-{n}", body)))
+        line(f"{n} jobs, buy only, N+1 ({explain})", *run_plan(write(tmp, f"nplus1-{n}", body), "--explain", explain))
 
 
 def large(tmp: Path, seed: int) -> None:
@@ -147,6 +147,7 @@ def main() -> int:
     ap.add_argument("--only", choices=["shipped", "nplus1", "large", "bank", "scale"])
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--explain", choices=["none", "brief", "full"], default="full", help="nplus1's explanations")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -155,7 +156,7 @@ def main() -> int:
         if a.only in (None, "shipped"):
             shipped(tmp)
         if a.only in (None, "nplus1"):
-            nplus1(tmp, a.seed)
+            nplus1(tmp, a.seed, a.explain)
         if a.only in (None, "large"):
             large(tmp, a.seed)
         if a.only in (None, "scale"):

@@ -58,6 +58,9 @@ N1_CASES = {
     "one-job-owned": ([serve("chat", 1500)], N1),
     "two-jobs-share-one-spare": ([serve("chat", 900), serve("docs", 40, context=32768, precision="bf16")], N1),
     "rented-pool-spare": ([serve("chat", 120)], {**N1, "acquisition": ["on-demand"]}),
+    # several replica sizes of three jobs on one pool (the spare-share rows sum a job's options)
+    "three-jobs-mixed-hours": ([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
+                                serve("docs", 60, context=32768, precision="bf16")], N1),
 }
 
 

@@ -47,7 +47,8 @@ def decisions(fm: FleetModel, res: SolveResult) -> dict[tuple, float]:
 
 @contextmanager
 def fixed(fm: FleetModel, values: dict[tuple, float]):
-    """Fix variables (by (store, key)) at values for the duration; bounds are restored after."""
+    """Fix variables (by (store, key)) at values for the duration, the model's valid inequalities
+    relaxed (FleetModel.cuts_relaxed: prices are duals of the model's own rows); bounds are restored after."""
     saved = []
     try:
         for (store, key), val in sorted(values.items(), key=lambda kv: repr(kv[0])):
@@ -56,7 +57,8 @@ def fixed(fm: FleetModel, values: dict[tuple, float]):
                 continue
             saved.append((v, v.lowBound, v.upBound))
             v.lowBound = v.upBound = val
-        yield fm
+        with fm.cuts_relaxed():
+            yield fm
     finally:
         for v, lo, up in saved:
             v.lowBound, v.upBound = lo, up

@@ -38,9 +38,12 @@ NEAR = 0.25  # ... plus any whose LP bound is within 25% of the plan's cost
 
 
 def force_terms(fm: FleetModel, acc: str) -> list:
-    """Variables that put work on `acc` (keys (demand, option, offer[, year]))."""
+    """Variables that put work on `acc` (keys (demand, option, offer[, year])): replicas (a pool's
+    whole replicas Y, not its members' loads, which the model's cuts cap at each job's own users)."""
     o = fm.options
-    terms = [v for key, v in sorted(fm.y.items()) if o.serve[key[0]][key[1]].accelerator == acc]
+    terms = [v for key, v in sorted(fm.y.items()) if o.serve[key[0]][key[1]].accelerator == acc
+             and not o.demands[key[0]].pool]
+    terms += [v for key, v in sorted(fm.yp.items()) if fm.pool_opt[key][0].accelerator == acc]
     terms += [v for key, v in sorted(fm.e.items()) if o.edge[key[0]][key[1]].accelerator == acc]
     terms += [max(o.demands[key[0]].runs_per_year, 1.0) * v for key, v in sorted(fm.x.items())
               if o.batch[key[0]][key[1]].accelerator == acc]

