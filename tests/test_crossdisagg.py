@@ -6,6 +6,7 @@ cost more, and the independent verifier re-derives both halves and the link betw
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from conftest import shipped_plan
@@ -81,6 +82,15 @@ def test_shipped_scenario_prefills_on_h100_decodes_on_h200_and_says_by_how_much(
             sides.setdefault(key, {"prefill": 0.0, "decode": 0.0})[h["role"]] += p["replicas"] * h["prompts_per_s_per_replica"]
     assert sides and all(side["decode"] <= side["prefill"] for side in sides.values()), sides
     assert verify(plan, s, resolve(s)).ok
+
+
+def test_the_prefill_half_is_explained_as_admitting_prompts_not_as_serving_no_users():
+    _, plan = shipped_plan("long-prompts.yaml", "none")
+    job = plan["jobs"][0]
+    text = " ".join(job["why"]) + " " + " ".join(job["checks"].values())
+    assert not re.search(r"(?<![\d,])0 (users per replica|concurrent sequences)", text)
+    assert "prefill half of a pair across two system types: the first-token limit binds at 0.65 prompts/s" in text
+    assert "benchmark prefill only of llama-3.3-70b" in text and "on h100-sxm the job is compute-bound" in text
 
 
 def test_it_wins_by_a_sixth_at_400_users_and_loses_at_60(monkeypatch):

@@ -89,9 +89,21 @@ def _reason(p: dict, job, shared: str) -> str:
         split = (f"EP{p['tensor_parallel']} with data-parallel attention" if note.startswith(options.LAYOUT_NOTE)
                  else f"{pools[0]}x TP{pools[1]} prefill + {pools[2]}x TP{pools[3]} decode, disaggregated"
                  if pools else f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}")
-        return (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}){shared}: {weights:,.1f} GiB "
-                f"weights + {kv:,.1f} GiB KV = {used:,.1f} of "
-                f"{cap:,.1f} GiB; {binds} at {p['users_per_replica']:,} users per replica: "
+        half = p.get("disaggregated")
+        head = (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}){shared}: {weights:,.1f} GiB "
+                f"weights + {kv:,.1f} GiB KV = {used:,.1f} of {cap:,.1f} GiB; ")
+        if half and half["role"] == "prefill":  # holds no users: it admits prompts for the decode half
+            at_limit = bool(getattr(job, "max_ttft_s", None)) and p["ttft_s"] >= 0.99 * job.max_ttft_s
+            return (f"{head}prefill half of a pair across two system types: "
+                    f"{'the first-token limit' if at_limit else 'the utilisation cap'} binds at "
+                    f"{half['prompts_per_s_per_replica']:,.2f} prompts/s admitted a replica, whose users decode on "
+                    f"{half['decode_system']} TP{half['decode_tensor_parallel']}; KV over the network "
+                    f"{half['kv_transfer_ms']:,.1f} ms{ttft}{limit}")
+        if half:
+            binds = (f"decode half (prompts prefilled on {half['prefill_system']} TP{half['prefill_tensor_parallel']}): "
+                     + ("memory binds (the KV cache fills it)" if used >= 0.97 * cap else
+                        "the per-user speed target binds"))
+        return (f"{head}{binds} at {p['users_per_replica']:,} users per replica: "
                 f"{1000 / tps:,.1f} ms per step = {tps:,.1f} tok/s per user against {target:g}"
                 f" ({p['regime']}-bound){ttft}{limit}")
     if p.get("hours_per_run") is not None:
@@ -119,6 +131,12 @@ def _run_it(p: dict, job, stack: str) -> str:
         wl = _part(job, p.get("part"))[0] if p.get("part") else None
         ctx, inp, out = (wl.kv_tokens, wl.input_tokens, wl.output_tokens) if wl else (
             job.context_tokens, job.input_tokens, job.output_tokens)
+        half = p.get("disaggregated")
+        if half and half["role"] == "prefill":
+            return (f"benchmark prefill only of {job.model} ({job.precision} weights) on {n}x {acc} ({p['system']}), "
+                    f"TP{p['tensor_parallel']}, {inp:,}-token prompts arriving at "
+                    f"{half['prompts_per_s_per_replica']:,.2f} a second: expect the first token{ttft.replace(' and first token', '')} "
+                    f"including the KV cache's {half['kv_transfer_ms']:,.1f} ms to {half['decode_system']}")
         return (f"benchmark {job.model} ({job.precision} weights, {job.kv_precision} KV) with {_engine(stack)} on "
                 f"{n}x {acc} ({p['system']}), TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, "
                 f"{p['users_per_replica']:,} concurrent sequences at {ctx:,}-token context "

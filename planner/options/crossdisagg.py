@@ -164,5 +164,7 @@ def _pair_options(m, cat, d, wl, p_id, d_id, tp_p, tp_d, ph, dh, per_user, than,
         half = Half(role, p_id, tp_p, d_id, tp_d, pps, ph.kv_transfer_s)
         out.append(ServeOption(d.key, system.id, acc.id, tp, 1, tp, slots_of(tp, system), users,
                                1.0 / dh.tpot_s, ph.ttft_s, est.memory_gb_per_accelerator, est.memory_gb_capacity,
-                               est.weights_gb, est.kv_gb, f"{role}-half", est.regime, basis_note=note, half=half))
+                               est.weights_gb, est.kv_gb, f"{role}-half",
+                               "compute" if role == "prefill" else est.regime,  # a prompt's prefill is matmuls
+                               basis_note=note, half=half))
     return out
