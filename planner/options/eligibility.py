@@ -18,18 +18,20 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
     system = cat.systems[o.system]
     acc = cat.accelerators[system.accelerator]
     p = s.policy
-    if o.acquisition not in p.acquisition:
-        return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
-    if p.providers is not None and o.provider not in p.providers:
-        return f"provider '{o.provider}' not in policy.providers"
-    if o.provider in p.exclude_providers:
-        return f"provider '{o.provider}' excluded by policy"
+    # the accelerator's own exclusions first: they hold for every offer of it, so the why-not table
+    # gives that one reason rather than the first two of its offers' acquisition modes
     if p.accelerators is not None and acc.id not in p.accelerators:
         return "not in policy.accelerators"
     if acc.id in p.exclude_accelerators:
         return "excluded by policy"
     if p.stacks is not None and acc.stack not in p.stacks:
         return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
+    if o.acquisition not in p.acquisition:
+        return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
+    if p.providers is not None and o.provider not in p.providers:
+        return f"provider '{o.provider}' not in policy.providers"
+    if o.provider in p.exclude_providers:
+        return f"provider '{o.provider}' excluded by policy"
     regions = allowed_regions(s)
     if o.region not in regions:
         return (f"region '{o.region}' not in policy.regions ({', '.join(regions)}); the site is in "
