@@ -140,6 +140,22 @@ def test_edge_units_respect_the_offers_availability_cap():
                                                                          ("thor-lab", 5)]
 
 
+def test_two_edge_jobs_on_one_device_type_split_its_cost_by_units_and_verify():
+    # found by benchmarks/fuzz.py --seed 3 (case 474): the verifier split a shared device row equally
+    from planner.verify.plan import verify
+
+    s = scenario([{**ROBOT, "devices": 4}, {**ROBOT, "name": "carts", "devices": 36}],
+                 policy={"accelerators": ["jetson-agx-thor"]})
+    p = make_plan(s, explain=False)
+    cost = {j["name"]: j["cost_usd_per_year"] for j in p["jobs"]}
+    assert cost["carts"] == pytest.approx(9 * cost["robots"], rel=1e-6)
+    assert verify(p, s, checks.resolve(s)).ok
+    forged = json.loads(json.dumps(p))
+    for j in forged["jobs"]:
+        j["cost_usd_per_year"] = sum(cost.values()) / 2
+    assert not verify(forged, s, checks.resolve(s)).ok
+
+
 def test_edge_units_count_against_the_capex_budget():
     s = scenario([{**ROBOT, "devices": 100}], policy={"accelerators": ["jetson-agx-thor"]})
     p = make_plan(s, explain=False)

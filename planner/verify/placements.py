@@ -188,7 +188,7 @@ def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("power", job.max_power_w is None or power_w <= job.max_power_w * (1 + TIGHT),
                 f"{where}: draws {power_w:.0f} W, limit {job.max_power_w} W")
         units += p["replicas"]
-        ledger.usage[o.id][part.key] += p["replicas"] if ledger.multi else 1
+        ledger.usage[o.id][part.key] += p["replicas"]  # the fleet row's cost splits by units, as the readout does
         ledger.edge_units[o.id] += p["replicas"]
         rate = s.policy.discount_rate
         ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (
