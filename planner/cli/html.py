@@ -136,8 +136,8 @@ def plan_html(plan: dict) -> str:
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",
                  _table(job["placements"], placement_columns(job), PLACEMENT_HEADERS)]
         if job.get("why"):
-            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*[job.get("traffic")] * bool(job.get("traffic")),
-                                                                      *job["why"]]) + "</ul>")
+            lead = [job[k] for k in ("traffic", "split_considered") if job.get(k)]
+            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*lead, *job["why"]]) + "</ul>")
         checks = job.get("checks") or {}
         if checks:
             body.append("<h3>Before signing</h3><ul>" + "".join(

@@ -104,6 +104,8 @@ def plan_text(plan: dict, width: int | None = None) -> str:
         lines.append(table(job["placements"], placement_columns(job), PLACEMENT_HEADERS))
         if job.get("traffic"):
             lines.append(f"  - {job['traffic']}")
+        if job.get("split_considered"):
+            lines.append(f"  - {job['split_considered']}")
         for dk, u in job.get("unserved", {}).items():
             lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))
         for msg in job.get("why", []):
@@ -144,7 +146,7 @@ def plan_markdown(plan: dict) -> str:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
                   markdown_table(job["placements"], placement_columns(job), PLACEMENT_HEADERS), ""]
-        lines += [f"- {job['traffic']}"] if job.get("traffic") else []
+        lines += [f"- {job[k]}" for k in ("traffic", "split_considered") if job.get(k)]
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")
