@@ -263,3 +263,20 @@ def test_a_chosen_split_and_a_job_never_offered_one_say_nothing():
     assert not any(o.half is not None or o.basis_note.startswith("disaggregated:")
                    for o in build.build(s, load_catalog()).serve["rag"])
     assert "split_considered" not in make_plan(s, explain="none")["jobs"][0]
+
+
+def test_a_prefill_half_row_reads_prompts_per_second_not_users_or_tokens():
+    from planner.cli.html import plan_html
+    from planner.cli.render import plan_markdown, plan_text
+
+    _, plan = shipped_plan("long-prompts.yaml", "none")
+    prefill = _halves(plan)["prefill"]
+    # the JSON keeps its keys and values
+    assert prefill["users_per_replica"] == 0 and prefill["tokens_per_s_per_user"] > 0
+    pps = f"prefill: {prefill['disaggregated']['prompts_per_s_per_replica']:.3g} prompts/s"
+    rows = [line for line in plan_text(plan).splitlines() if line.rstrip().endswith(pps)]
+    assert rows and all(re.search(r"\s1\s+-\s+-\s+-\s", line) for line in rows), rows  # PP, users, tok/s, h/run
+    assert not any(re.search(r"\s0\s+\d+\.\d+\s", line) for line in rows)
+    assert pps in plan_markdown(plan) and pps in plan_html(plan)
+    decode = _halves(plan)["decode"]
+    assert any(f"{decode['users_per_replica']}" in line and "decode-half" in line for line in plan_text(plan).splitlines())
