@@ -9,6 +9,7 @@ import copy
 import re
 
 import pytest
+import yaml
 from conftest import shipped_plan
 
 from planner.app.planning import make_plan
@@ -16,7 +17,8 @@ from planner.data.catalog import load_catalog
 from planner.data.consistency import resolve
 from planner.data.jobs import Workload
 from planner.data.scenario import Scenario
-from planner.options import build, crossdisagg as cross_options
+from planner.explain import splits
+from planner.options import build, crossdisagg as cross_options, disagg as disagg_options
 from planner.physics import crossdisagg
 from planner.verify.plan import verify
 
@@ -192,3 +194,89 @@ def test_brief_names_both_halves():
 
     out = brief_text(shipped_plan("long-prompts.yaml", False)[1], 100)
     assert "prefill on 87x h100-sxm TP1, decode on 3x h200-sxm TP4" in out, out
+
+
+# --- a split considered and not chosen: one line on the job (explain.splits) ------------------------
+
+def _cheapest_usd_per_accelerator_year(s, cat, system_id: str) -> float:
+    """By hand: the cheapest on-demand hourly offer of the system, 24 h x 365 days, per accelerator."""
+    hourly = min(o.price_usd_per_hour for o in cat.offers_for(system_id) if o.acquisition == "on-demand")
+    return hourly * 24 * 365 / cat.systems[system_id].accelerators
+
+
+def _dollars(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"\$([\d,]+) per user-year|against \$([\d,]+)", text)
+            for x in x if x]
+
+
+def test_a_small_demand_is_told_the_one_system_split_it_was_offered_and_what_each_costs(plan_cli, tmp_path):
+    """8 users of 8k-token prompts: the split inside one H100 node holds 21 users on 8 accelerators,
+    cheaper per user than the plan's TP4 replicas of 7 users, but one whole node of it costs more."""
+    s = _rag(8)
+    cat = load_catalog()
+    plan = make_plan(s, explain="none")
+    job = plan["jobs"][0]
+    assert not _halves(plan) and not any("basis_note" in p for p in job["placements"])
+    split = [o for o in build.build(s, cat).serve["rag"] if o.basis_note.startswith("disaggregated:")]
+    best = min(split, key=lambda o: o.accelerator_slots / o.users_per_replica)
+    c = _cheapest_usd_per_accelerator_year(s, cat, best.system)
+    chosen = job["placements"][0]
+    assert (chosen["tensor_parallel"], chosen["users_per_replica"]) == (4, 7)
+    text = job["split_considered"]
+    assert text.startswith("disaggregated prefill/decode was considered: the best split, ")
+    assert f"on one h100-sxm-x8 ({best.users_per_replica} users on 8 accelerators)" in text
+    split_usd, plan_usd = _dollars(text)
+    assert split_usd == pytest.approx(c * 8 / best.users_per_replica, abs=0.5)
+    assert plan_usd == pytest.approx(_cheapest_usd_per_accelerator_year(s, cat, chosen["system"]) * 4 / 7, abs=0.5)
+    assert split_usd < plan_usd and "cheaper per user, but the solver, pricing the whole fleet" in text
+    # where a user reads about the job: the text report's job section
+    path = tmp_path / "rag.yaml"
+    path.write_text(yaml.safe_dump(s.model_dump(mode="json", exclude_none=True)))
+    r = plan_cli(str(path), "--explain", "none")
+    assert r.code == 0, r.err
+    assert f"- {text}" in " ".join(r.out.split())  # (prose wraps at the terminal width)
+
+
+def test_a_pair_offered_and_not_chosen_is_priced_as_its_options_priced_it(monkeypatch):
+    """400 users planned without any split (no pair, no split inside one node): the line names the
+    cheapest pair offered at the figure its halves' basis note gives."""
+    s, cat = _rag(400), load_catalog()
+    opts = build.build(s, cat)
+    pairs = [o for o in opts.serve["rag"] if o.half is not None]
+    assert pairs
+    monkeypatch.setattr(cross_options, "MAX_PAIRS", 0)
+    monkeypatch.setattr(disagg_options, "configs", lambda *a, **k: [])
+    alone = make_plan(s, explain="none")
+    assert not any("basis_note" in p or "disaggregated" in p for p in alone["jobs"][0]["placements"])
+    text = splits.line(alone["jobs"][0], s, cat, opts)
+    cheapest = min(pairs, key=lambda o: _dollars(o.basis_note)[0])
+    h = cheapest.half
+    assert f"prefill on {h.prefill_system} TP{h.prefill_tp}, decode on {h.decode_system} TP{h.decode_tp}" in text
+    assert _dollars(text)[0] == pytest.approx(_dollars(cheapest.basis_note)[0], abs=1.0)
+
+
+def test_a_chosen_split_and_a_job_never_offered_one_say_nothing():
+    assert all("split_considered" not in j for j in shipped_plan("long-prompts.yaml", "none")[1]["jobs"])
+    s = _rag(400)
+    s.jobs[0].input_tokens, s.jobs[0].context_tokens, s.jobs[0].min_tokens_per_s_per_user = 128, 384, 5
+    s.jobs[0].max_ttft_s, s.jobs[0].model = None, "llama-3.1-8b"
+    assert not any(o.half is not None or o.basis_note.startswith("disaggregated:")
+                   for o in build.build(s, load_catalog()).serve["rag"])
+    assert "split_considered" not in make_plan(s, explain="none")["jobs"][0]
+
+
+def test_a_prefill_half_row_reads_prompts_per_second_not_users_or_tokens():
+    from planner.cli.html import plan_html
+    from planner.cli.render import plan_markdown, plan_text
+
+    _, plan = shipped_plan("long-prompts.yaml", "none")
+    prefill = _halves(plan)["prefill"]
+    # the JSON keeps its keys and values
+    assert prefill["users_per_replica"] == 0 and prefill["tokens_per_s_per_user"] > 0
+    pps = f"prefill: {prefill['disaggregated']['prompts_per_s_per_replica']:.3g} prompts/s"
+    rows = [line for line in plan_text(plan).splitlines() if line.rstrip().endswith(pps)]
+    assert rows and all(re.search(r"\s1\s+-\s+-\s+-\s", line) for line in rows), rows  # PP, users, tok/s, h/run
+    assert not any(re.search(r"\s0\s+\d+\.\d+\s", line) for line in rows)
+    assert pps in plan_markdown(plan) and pps in plan_html(plan)
+    decode = _halves(plan)["decode"]
+    assert any(f"{decode['users_per_replica']}" in line and "decode-half" in line for line in plan_text(plan).splitlines())

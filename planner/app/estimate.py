@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.app import estimate_cross
 from planner.data.catalog import load_catalog
 from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
@@ -40,6 +41,12 @@ class EstimateRequest:
     """tp (tensor parallelism) or ep-dp (an MoE: expert parallelism, data-parallel attention)."""
     disaggregated: bool = False
     """Also size separate prefill and decode pools on --count accelerators (physics.disagg)."""
+    decode_accelerator: str | None = None
+    """Decode on this accelerator's node, prefill on --accelerator's (app.estimate_cross; implies
+    --disaggregated)."""
+    decode_tp: int | None = None
+    max_ttft_s: float | None = None
+    """First-token limit the cross-system prefill half is sized for (none: utilisation RHO_MAX)."""
 
 
 LAYOUTS = ("tp", "ep-dp")
@@ -83,7 +90,18 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         if canonical:
             note(f"note: {flag} '{getattr(req, key)}' is read as '{canonical}' (ids are lower-case)")
             setattr(req, key, canonical)
+    if req.decode_accelerator is not None:
+        canonical = by_case(req.decode_accelerator, cat.accelerators)
+        if canonical:
+            note(f"note: --decode-accelerator '{req.decode_accelerator}' is read as '{canonical}' (ids are lower-case)")
+            req.decode_accelerator = canonical
     problems = _check(req, cat)
+    if req.decode_accelerator is not None:
+        problems += estimate_cross.check(req, cat)
+    for flag, value in (("--decode-tp", req.decode_tp), ("--max-ttft-s", req.max_ttft_s)):
+        if value is not None and req.decode_accelerator is None:
+            problems.append(Problem(f"{flag} sizes the split across two accelerators", flag,
+                                    "add --decode-accelerator, or drop " + flag))
     if problems:
         raise InputError(problems)
     m, acc = cat.models[req.model], cat.accelerators[req.accelerator]
@@ -129,7 +147,9 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
                               "requests per replica (chunked prefill; waits behind other prompts and decode "
                               "steps included); ttft_ms_alone: one prompt on an idle replica")
     out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
-    if req.disaggregated:
+    if req.decode_accelerator is not None:
+        out.update(estimate_cross.run(req, cat, m, wl))
+    elif req.disaggregated:
         out.update(_disaggregated(m, acc, wl, req))
     if tp > acc.scaleup_domain:
         out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"

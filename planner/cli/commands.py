@@ -208,6 +208,14 @@ def estimate_cmd(
                                                                 "parallelism and data-parallel attention"),
     disaggregated: bool = typer.Option(False, "--disaggregated", help="also size separate prefill and decode pools "
                                                                       "and compare them with aggregated serving"),
+    decode_accelerator: Optional[str] = typer.Option(
+        None, "--decode-accelerator", help="prefill on --accelerator's node, decode on this one's, the KV cache "
+                                           "sent over their network (implies --disaggregated)"),
+    decode_tp: Optional[int] = typer.Option(None, "--decode-tp", min=1, help="the decode half's TP "
+                                                                             "(with --decode-accelerator)"),
+    max_ttft_s: Optional[float] = typer.Option(None, "--max-ttft-s", min=0.001,
+                                               help="first-token limit the prefill half is sized for "
+                                                    "(with --decode-accelerator)"),
     fmt: EstimateFormat = typer.Option(EstimateFormat.table, "--format", "-f", help="table or json"),
     catalog: Optional[List[Path]] = CatalogOpt,
 ):
@@ -216,7 +224,7 @@ def estimate_cmd(
 
     req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
                           batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
-                          disaggregated)
+                          disaggregated or decode_accelerator is not None, decode_accelerator, decode_tp, max_ttft_s)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
     if fmt == EstimateFormat.json:
         typer.echo(tables.to_json(result), nl=False)

@@ -17,6 +17,7 @@ from planner.cli.render import (
     PLACEMENT_HEADERS,
     cost_line,
     placement_columns,
+    placement_rows,
     pool_lines,
 )
 from planner.cli.render_years import (
@@ -134,10 +135,10 @@ def plan_html(plan: dict) -> str:
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",
-                 _table(job["placements"], placement_columns(job), PLACEMENT_HEADERS)]
+                 _table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS)]
         if job.get("why"):
-            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*[job.get("traffic")] * bool(job.get("traffic")),
-                                                                      *job["why"]]) + "</ul>")
+            lead = [job[k] for k in ("traffic", "split_considered") if job.get(k)]
+            body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in [*lead, *job["why"]]) + "</ul>")
         checks = job.get("checks") or {}
         if checks:
             body.append("<h3>Before signing</h3><ul>" + "".join(

@@ -32,6 +32,20 @@ def placement_columns(job: dict) -> list[str]:
     return (["part"] if parts else []) + PLACEMENT_COLUMNS
 
 
+def placement_rows(job: dict) -> list[dict]:
+    """The placement table's rows as shown (the JSON keeps its values): a prefill half of a split
+    across two systems serves no users and decodes no tokens, so its users/rep and tok/s/user read
+    "-" and its binding says how many prompts per second a replica admits."""
+    rows = []
+    for p in job["placements"]:
+        half = p.get("disaggregated") or {}
+        if half.get("role") == "prefill":
+            p = {**p, "users_per_replica": None, "tokens_per_s_per_user": None,
+                 "binding": f"prefill: {half['prompts_per_s_per_replica']:.3g} prompts/s"}
+        rows.append(p)
+    return rows
+
+
 def pool_lines(plan: dict, markdown: bool) -> list[str]:
     """Which serving parts share which replicas (policy.pool_jobs), with the load each puts on them."""
     if not plan.get("pools"):
@@ -101,9 +115,11 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
-        lines.append(table(job["placements"], placement_columns(job), PLACEMENT_HEADERS))
+        lines.append(table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS))
         if job.get("traffic"):
             lines.append(f"  - {job['traffic']}")
+        if job.get("split_considered"):
+            lines.append(f"  - {job['split_considered']}")
         for dk, u in job.get("unserved", {}).items():
             lines.append(f"  unserved: {dk}: {u['share']:.1%}" + (f" ({u['users']:,.0f} users)" if u.get("users") else ""))
         for msg in job.get("why", []):
@@ -143,8 +159,8 @@ def plan_markdown(plan: dict) -> str:
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
-                  markdown_table(job["placements"], placement_columns(job), PLACEMENT_HEADERS), ""]
-        lines += [f"- {job['traffic']}"] if job.get("traffic") else []
+                  markdown_table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS), ""]
+        lines += [f"- {job[k]}" for k in ("traffic", "split_considered") if job.get(k)]
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
 from planner.explain import prices as shadow
-from planner.explain import replan, whynot
+from planner.explain import replan, splits, whynot
 from planner.explain import three_checks as runit
 
 # --- the explanation rows: binding constraint families with prices -------------------------------
@@ -265,6 +265,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
            work, replan.MAX_NODES).
     The plan's values were read already, so the model may be re-solved here; bounds are restored."""
     explain_placements(plan, s, cat)
+    splits.note_all(plan, s, cat, opts)
     plan["explain"] = level
     if level == "none":
         return
@@ -337,6 +338,7 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     yearly average (total_cost_usd_per_year); an LP bound on NPV is turned into that view by the
     horizon's sum of discount factors."""
     explain_placements(plan, s, cat)
+    splits.note_all(plan, s, cat, opts)
     plan["explain"] = level
     if level == "none":
         return
