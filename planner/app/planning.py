@@ -32,7 +32,7 @@ SHORTLIST_SHARE = 0.5
 """Of the time left once the full model's LP bound is known, the share the shortlisted model's
 search may take when the plan has a wall-clock budget: the rest goes to the full model's root node
 (ROOT_SHARE of what is left then), whose bound is what the plan's gap is measured against."""
-ROOT_SHARE = 0.75
+ROOT_SHARE = 0.6
 ROOT_MIN_S = 2.0
 """the full model's root node is not started with less time than this for it"""
 
