@@ -300,8 +300,12 @@ def test_the_full_model_starts_from_the_shortlisted_plan_at_its_cost(monkeypatch
     from planner.milp.solve import solve
     from planner.options import build as options
 
+    from conftest import SCENARIOS
+
+    from planner.data.scenario import load_scenario
+
+    s = load_scenario(SCENARIOS / "choose-go.yaml")  # not shipped(): its plan is kept for other tests
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
-    s, _ = shipped("choose-go.yaml")
     cat = checks.resolve(s, ())
     opts = options.build(s, cat)
     short = fleet.build(s, cat, opts)
