@@ -16,6 +16,8 @@ import dataclasses
 
 import pulp
 
+from planner.data import deadline
+from planner.data.errors import SolverError
 from planner.milp import fleet
 from planner.milp.solve import SolveResult, solve
 
@@ -35,7 +37,11 @@ class FullBound:
 
 def full_model_bound(fm: fleet.FleetModel) -> FullBound:
     """The full model's LP relaxation: its objective and the pairs it uses."""
-    full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False)
+    try:
+        full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False)
+    except SolverError:  # the budget ran out building it: the shortlist's search gets what is left
+        deadline.cut("bound")
+        return FullBound(None, {}, 0)
     res = solve(full, gap=0.0, mip=False)
     pairs = sum(map(len, full.serve_pairs.values())) + sum(map(len, full.batch_pairs.values()))
     if not res.ok:
