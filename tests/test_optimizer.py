@@ -287,3 +287,38 @@ def test_small_scenarios_see_every_pair_and_the_shortlist_costs_little(monkeypat
     assert pruned["total_cost_usd_per_year"] <= exact["total_cost_usd_per_year"] * 1.05
     independent_check(s, pruned)
 
+
+
+def test_the_full_model_starts_from_the_shortlisted_plan_at_its_cost(monkeypatch):
+    """prune.warm_start gives the full model (every pair) the shortlisted model's plan as CBC's
+    starting point: it must be a feasible plan of the full model, costing what the shortlist's does,
+    or the root node's search would start from nothing."""
+    import pulp
+
+    from planner.data import consistency as checks
+    from planner.milp import fleet, prune
+    from planner.milp.solve import solve
+    from planner.options import build as options
+
+    from conftest import SCENARIOS
+
+    from planner.data.scenario import load_scenario
+
+    s = load_scenario(SCENARIOS / "choose-go.yaml")  # not shipped(): its plan is kept for other tests
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    cat = checks.resolve(s, ())
+    opts = options.build(s, cat)
+    short = fleet.build(s, cat, opts)
+    bound = prune.full_model_bound(short)
+    short = fleet.build(s, cat, opts, keep_pairs=bound.support)
+    assert short.pairs_pruned > 0
+    res = solve(short)
+    assert res.ok
+    prune.warm_start(bound.model, short, res.values)
+    full = bound.model
+    for c in full.rows.values():
+        lhs = c.value()
+        room = {pulp.LpConstraintLE: -lhs, pulp.LpConstraintGE: lhs, pulp.LpConstraintEQ: -abs(lhs)}[c.sense]
+        assert room >= -1e-6 * max(1.0, abs(c.constant)), c.name
+    assert pulp.value(full.prob.objective) == pytest.approx(res.objective, rel=1e-9)
+    assert bound.objective <= res.objective * (1 + 1e-9)

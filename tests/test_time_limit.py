@@ -164,3 +164,21 @@ def test_a_shortlisted_plan_short_of_time_skips_the_full_bound_and_is_not_called
     assert plan["solver"]["pairs_pruned"] > 0
     assert plan["solver"]["cut_short"] == [planning.CUTS["bound"]]
     assert plan["status"] == "feasible" and plan["solver"]["gap"] is None
+
+
+def test_a_budget_that_runs_out_while_the_model_is_built_ends_in_exit_4_with_the_reason(monkeypatch):
+    """The budget is spent once the options are built: building the MILP stops between its
+    constraint families with exit 4's error naming the model, not a solve with no time left."""
+    build = planning.options.build
+
+    def options_then_no_time(*args, **kwargs):
+        opts = build(*args, **kwargs)
+        b = deadline.current()
+        b.start = b.clock() - b.seconds  # the whole budget spent
+        return opts
+
+    monkeypatch.setattr(planning.options, "build", options_then_no_time)
+    with pytest.raises(SolverError) as exc:
+        planning.make_plan(_bank(), explain=False)
+    assert str(exc.value).startswith("no plan within the time limit of "), str(exc.value)
+    assert "building the options and the MILP used it all" in str(exc.value)

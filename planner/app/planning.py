@@ -28,6 +28,14 @@ BOUND_SHARE = 0.5
 long as the options build on 500 jobs) is left out when less than this share of the time limit is
 left after the options and the model: the search gets the time, the plan says it was cut."""
 
+SHORTLIST_SHARE = 0.5
+"""Of the time left once the full model's LP bound is known, the share the shortlisted model's
+search may take when the plan has a wall-clock budget: the rest goes to the full model's root node
+(ROOT_SHARE of what is left then), whose bound is what the plan's gap is measured against."""
+ROOT_SHARE = 0.6
+ROOT_MIN_S = 2.0
+"""the full model's root node is not started with less time than this for it"""
+
 CUTS = {"solve": "the MILP search (the plan is the best found in time: feasible, not proven optimal)",
         "bound": "the full model's LP bound (the shortlisted plan is not proven optimal; its gap is unknown)",
         "explanations": "the explanations (the prices, why-not bounds and re-planned alternatives the "
@@ -78,7 +86,11 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         bound = prune.full_model_bound(fm)
         deadline.step("solve")
         fm = model.build(s, cat, opts, keep_pairs=bound.support)
-    res = solve(fm, time_limit_s=time_limit_s)
+    b = deadline.current()
+    short_limit = time_limit_s
+    if fm.pairs_pruned and b is not None and bound.objective is not None:
+        short_limit = max(1.0, SHORTLIST_SHARE * b.left())  # the rest: the full model's root (below)
+    res = solve(fm, time_limit_s=short_limit)
     if res.status == "infeasible" and not fm.pairs_pruned:
         deadline.step("diagnosis")
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
@@ -92,11 +104,13 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     if bound is not None:
         measured = prune.against_full_model(res, bound, s.solver.gap)
         b = deadline.current()
-        left = b.left() if b is not None else time_limit_s or s.solver.time_limit_s
+        root_s = ROOT_SHARE * b.left() if b is not None else prune.ROOT_SHARE * (time_limit_s or s.solver.time_limit_s)
         if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap \
-                and (b is None or left >= BOUND_SHARE * b.seconds):
-            deadline.step("bound")  # a tighter valid bound: the full model's root node, with cuts
-            bound = prune.root_bound(bound, min(time_limit_s or s.solver.time_limit_s, left / 2))
+                and root_s >= ROOT_MIN_S:
+            deadline.step("bound")  # a tighter valid bound: the full model's root node, with cuts,
+            bound, better = prune.root_bound(bound, root_s, fm, res)  # started from the plan found
+            if better is not None:  # its heuristics found a cheaper plan among every pair: plan that
+                fm, res = bound.model, better
             measured = prune.against_full_model(res, bound, s.solver.gap)
         res = measured
     return cat, opts, fm, trimmed(fm, res)

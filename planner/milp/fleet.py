@@ -39,7 +39,9 @@ import math
 
 import pulp
 
+from planner.data import deadline
 from planner.data.catalog import Catalog
+from planner.data.errors import SolverError
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import complexity, crossdisagg, owned, pooling, rows
@@ -207,6 +209,17 @@ def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool 
     fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet_years" if multi else "fleet", pulp.LpMinimize),
                     elastic=elastic, tight=tight, prune=prune, keep_pairs=keep_pairs, npv=multi,
                     years=list(range(1, scenario.horizon_years + 1)) if multi else [1])
-    for define in FAMILIES:
+    for done, define in enumerate(FAMILIES):
+        if done and deadline.left() <= 0 and (deadline.current().step or "").startswith(("solve", "bound")):
+            raise SolverError(_out_of_time(done))
         define(fm)
     return fm
+
+
+def _out_of_time(done: int) -> str:
+    """The budget ran out while the plan's own model (or the full model behind a shortlist's bound)
+    was being built: between constraint families, before anything was solved (exit 4)."""
+    b = deadline.current()
+    return (f"no plan within the time limit of {b.seconds:g} s: building the options and the MILP used it all "
+            f"({done} of {len(FAMILIES)} parts of the model built in {b.elapsed():.1f} s).\n    To fix: raise "
+            "--time-limit (or solver.time_limit_s in the scenario), or split the scenario, or narrow policy.accelerators")

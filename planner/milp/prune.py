@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import pulp
+
+from planner.data import deadline
+from planner.data.errors import SolverError
 from planner.milp import fleet
 from planner.milp.solve import SolveResult, solve
 
 ROOT_SHARE = 0.25
-"""share of the solver's time limit the full model's root node (cuts) may take to tighten the bound"""
+"""share of the solver's time limit the full model's root node (cuts) may take to tighten the bound
+when the plan has no wall-clock budget (app/planning.py gives it the time the budget leaves)"""
 
 
 @dataclasses.dataclass
@@ -32,7 +37,11 @@ class FullBound:
 
 def full_model_bound(fm: fleet.FleetModel) -> FullBound:
     """The full model's LP relaxation: its objective and the pairs it uses."""
-    full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False)
+    try:
+        full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False)
+    except SolverError:  # the budget ran out building it: the shortlist's search gets what is left
+        deadline.cut("bound")
+        return FullBound(None, {}, 0)
     res = solve(full, gap=0.0, mip=False)
     pairs = sum(map(len, full.serve_pairs.values())) + sum(map(len, full.batch_pairs.values()))
     if not res.ok:
@@ -46,15 +55,49 @@ def full_model_bound(fm: fleet.FleetModel) -> FullBound:
     return FullBound(res.objective, used, pairs, full)
 
 
-def root_bound(bound: FullBound, time_limit_s: float) -> FullBound:
+def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | None = None,
+               incumbent: SolveResult | None = None) -> tuple[FullBound, SolveResult | None]:
     """The full model's bound after CBC's root node (cuts, no branching): still a valid lower bound
-    on every plan the scenario allows, and tighter than the LP relaxation's. Kept only if higher."""
+    on every plan the scenario allows, and tighter than the LP relaxation's. Kept only if higher.
+    With the shortlisted model and its plan (`short`, `incumbent`), the root node starts from that
+    plan (warm_start): its heuristics search the full model for a cheaper one, returned second
+    (None when it found none cheaper; its gap is then against the full model's own bound)."""
     if bound.model is None or bound.objective is None:
-        return bound
-    res = solve(bound.model, time_limit_s=max(1.0, ROOT_SHARE * time_limit_s), gap=0.0, max_nodes=1)
+        return bound, None
+    warm = short is not None and incumbent is not None and incumbent.ok
+    if warm:
+        warm_start(bound.model, short, incumbent.values)
+    res = solve(bound.model, time_limit_s=max(1.0, time_limit_s), gap=0.0, max_nodes=1, warm=warm)
     if res.bound is not None and res.bound > bound.objective:
-        return dataclasses.replace(bound, objective=res.bound, basis="root node of the full model (cuts)")
-    return bound
+        bound = dataclasses.replace(bound, objective=res.bound, basis="root node of the full model (cuts)")
+    better = None
+    if warm and res.ok and res.objective is not None and incumbent.objective is not None \
+            and res.objective < incumbent.objective - 1e-6 * max(1.0, abs(incumbent.objective)):
+        better = res
+    return bound, better
+
+
+STORES = ("p", "k", "z", "y", "r", "x", "b", "e", "u", "yp", "rp", "api", "unserved", "slack")
+"""every variable store of a fleet model (registry.Registry, model.FleetModel), keyed alike in a
+shortlisted and a full model of the same scenario"""
+
+
+def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) -> None:
+    """Give every variable of the full model its value in the shortlisted model's plan (0 where the
+    shortlist has no such variable: a pair it left out), clipped to the variable's bounds and
+    integers rounded: a feasible start, since the full model only adds pairs to the shortlist's."""
+    for store in STORES:
+        mine = getattr(short, store)
+        for key, v in getattr(full, store).items():
+            sv = mine.get(key)
+            x = values.get(sv.name, 0.0) if sv is not None else 0.0
+            if v.cat != pulp.LpContinuous:
+                x = round(x)
+            if v.lowBound is not None:
+                x = max(v.lowBound, x)
+            if v.upBound is not None:
+                x = min(v.upBound, x)
+            v.setInitialValue(x)
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:

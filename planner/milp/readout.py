@@ -183,27 +183,42 @@ def _job_share(fm, res, oid, dk, usage, offer_cost) -> float:
     return offer_cost[oid] * used.get(dk, 0.0) / total
 
 
+def _of_demand(fm, store: str, dk: str) -> list[tuple]:
+    """Store `store`'s (key, variable) items of demand dk in key order: sorted(store.items()) read
+    per demand from an index built once per model (a 200-job full model has 40,000 replica
+    variables; sorting them for each demand took 17 s)."""
+    items = getattr(fm, store)
+    index = fm.__dict__.setdefault("_readout_index", {})
+    hit = index.get(store)
+    if hit is None or hit[0] != len(items):
+        by: dict[str, list] = {}
+        for key, v in sorted(items.items()):
+            by.setdefault(key[0], []).append((key, v))
+        hit = index[store] = (len(items), by)
+    return hit[1].get(dk, [])
+
+
 def placements_of(fm, res, dk: str, t: int) -> list[dict]:
     """Demand dk's placements in year t."""
     d, need = fm.options.demands[dk], fm.demand_at(dk, t)
     out = []
     if d.kind == "serve":
-        for (k, i, oid, tt), v in sorted(fm.y.items()):
-            if k != dk or tt != t:
+        for (k, i, oid, tt), v in _of_demand(fm, "y", dk):
+            if tt != t:
                 continue
             if d.pool:
                 out += _pooled_placement(fm, res, dk, i, oid, t, v)
             elif (reps := _int(res, v)) > 0:
                 out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, need))
     elif d.kind == "batch":
-        for (k, i, oid, tt), v in sorted(fm.x.items()):
+        for (k, i, oid, tt), v in _of_demand(fm, "x", dk):
             share = _val(res, v)
-            if k == dk and tt == t and share > 1e-6:
+            if tt == t and share > 1e-6:
                 out.append(batch_placement(fm, oid, fm.options.batch[dk][i], dk, share, need))
     else:
         held: dict[tuple, int] = defaultdict(int)
-        for (k, i, oid, tau), v in sorted(fm.e.items()):
-            if k == dk and fm.active(oid, tau, t):
+        for (k, i, oid, tau), v in _of_demand(fm, "e", dk):
+            if fm.active(oid, tau, t):
                 held[(i, oid)] += _int(res, v)
         for (i, oid), units in sorted(held.items()):
             opt = fm.options.edge[dk][i]

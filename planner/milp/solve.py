@@ -150,7 +150,9 @@ def _stdout_silenced(active: bool):
 
 
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
-          mip: bool = True, max_nodes: int | None = None) -> SolveResult:
+          mip: bool = True, max_nodes: int | None = None, warm: bool = False) -> SolveResult:
+    """warm: start CBC's search from the variables' initial values (LpVariable.setInitialValue),
+    a known plan it may improve on (milp/prune.py); other solvers start cold."""
     cfg = fm.scenario.solver
     limit = time_limit_s or cfg.time_limit_s
     left = deadline.left()  # the whole command's wall-clock budget (data.deadline)
@@ -159,6 +161,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
         limit = max(left, 0.0)
     log = _log_file() if mip and cfg.name == "cbc" else None
     solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes, log)
+    if warm and mip and cfg.name == "cbc":
+        solver.optionsDict["warmStart"] = True
     start = time.perf_counter()
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)

@@ -36,6 +36,9 @@ def configs(m, acc, system, wl: serving.Workload, min_tps: float, max_ttft: floa
         for tp_p in (t for t in POWERS if t + tp_d <= n):
             for n_d in range(1, (n - tp_p) // tp_d + 1):
                 n_p = (n - n_d * tp_d) // tp_p
+                if best is not None and n_d * decode[0] / (n_p * tp_p + n_d * tp_d) <= \
+                        best.users / best.accelerators * (1 + 1e-9):
+                    continue  # at most n_d x the decode batch users (unit): it cannot beat the best
                 u = disagg.unit(m, acc, wl, tp_p, n_p, tp_d, n_d, min_tps, engine=engine, decode=decode)
                 if u is None or (max_ttft is not None and u.ttft_s > max_ttft):
                     continue

@@ -248,8 +248,26 @@ def steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, bat
     request is replaced by a new prompt, so batch x s_in / s_out prompt tokens arrive per step
     (the other clients' only, with `others_only`: a request's own prefill is its TTFT, not part
     of its inter-token latency). They come in chunks of up to the engine's budget: a fraction f
-    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts."""
+    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts.
+    Kept like parts (the batch search asks it again for each speed target of a workload); the
+    returned dict is shared, so callers must not change it."""
     cal = cal or default()
+    key = (id(m), id(acc), id(cal), wl, tp, pp, batch, link, engine, others_only)
+    hit = _STEADY.get(key)
+    if hit is not None and hit[0] is m and hit[1] is acc and hit[2] is cal:
+        return hit[3]
+    if len(_STEADY) >= PARTS_CACHE_MAX:
+        _STEADY.clear()
+    out = _steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only)
+    _STEADY[key] = (m, acc, cal, out)
+    return out
+
+
+_STEADY: dict[tuple, tuple] = {}
+
+
+def _steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
+                  link: Link | None, cal: Calibration, engine: str | None, others_only: bool) -> dict[str, float]:
     micro = batch / pp
     share = (batch - 1) / batch if others_only else 1.0
     per_step = micro * wl.input_tokens / wl.output_tokens * share
