@@ -161,14 +161,21 @@ def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: f
     targets): answers are kept per (row objects by identity, the other arguments by value); the
     returned dict is shared, so callers must not change it."""
     cal = cal or default()
-    key = (id(m), id(acc), id(cal), wl, tp, pp, decodes, prompt, link, engine)
-    hit = _PARTS.get(key)
+    return _kept(_PARTS, m, acc, cal, (wl, tp, pp, decodes, prompt, link, engine),
+                 lambda: _parts(m, acc, wl, tp, pp, decodes, prompt, link, cal, engine))
+
+
+def _kept(store: dict, m: Model, acc: Accelerator, cal: Calibration, rest: tuple, compute):
+    """compute(), kept in `store` per (m, acc, cal) by identity (each held beside its answer, so
+    that an id is never reused for another row) and the other arguments `rest` by value."""
+    key = (id(m), id(acc), id(cal), *rest)
+    hit = store.get(key)
     if hit is not None and hit[0] is m and hit[1] is acc and hit[2] is cal:
         return hit[3]
-    if len(_PARTS) >= PARTS_CACHE_MAX:
-        _PARTS.clear()
-    out = _parts(m, acc, wl, tp, pp, decodes, prompt, link, cal, engine)
-    _PARTS[key] = (m, acc, cal, out)
+    if len(store) >= PARTS_CACHE_MAX:
+        store.clear()
+    out = compute()
+    store[key] = (m, acc, cal, out)
     return out
 
 
@@ -252,15 +259,8 @@ def steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, bat
     Kept like parts (the batch search asks it again for each speed target of a workload); the
     returned dict is shared, so callers must not change it."""
     cal = cal or default()
-    key = (id(m), id(acc), id(cal), wl, tp, pp, batch, link, engine, others_only)
-    hit = _STEADY.get(key)
-    if hit is not None and hit[0] is m and hit[1] is acc and hit[2] is cal:
-        return hit[3]
-    if len(_STEADY) >= PARTS_CACHE_MAX:
-        _STEADY.clear()
-    out = _steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only)
-    _STEADY[key] = (m, acc, cal, out)
-    return out
+    return _kept(_STEADY, m, acc, cal, (wl, tp, pp, batch, link, engine, others_only),
+                 lambda: _steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only))
 
 
 _STEADY: dict[tuple, tuple] = {}
