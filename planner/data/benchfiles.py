@@ -1,6 +1,6 @@
 """Read serving-benchmark result files into measurement rows (`plan calibrate`; stdlib only).
 
-Formats (/work/shared/reference/serving-benchmarks.md section A): vLLM ``benchmark_serving.py`` /
+Formats (the project's reference notes, serving-benchmarks.md section A): vLLM ``benchmark_serving.py`` /
 ``vllm bench serve --save-result`` JSON (``--append-result``: one object per line); SGLang ``bench_serving
 --output-file`` JSONL (one run per line); genai-perf ``profile_export_genai_perf.json`` and AIPerf
 ``profile_export_aiperf.json``. A row holds mean TPOT/TTFT (ms), configured concurrency and mean input/output
