@@ -220,3 +220,20 @@ def test_a_mid_size_scenario_is_planned_over_every_pair():
     p = make_plan(speed.scenario(8, 3, 45), explain=False)
     assert p["solver"]["pairs_pruned"] == 0
     assert p["total_cost_usd_per_year"] <= 322_566 * 1.01
+
+
+def test_an_offer_holding_edge_units_and_serving_systems_over_years_has_one_cap():
+    # found by benchmarks/fuzz.py --seed 5 (case 442): the offer's two availability rows collided
+    # (a traceback); one row now caps its edge units and held systems together
+    offer = {"id": "a6000-lab", "system": "a6000-x1", "acquisition": "buy", "provider": "lab",
+             "purchase_usd": 5000, "useful_life_years": 4, "max_systems": 6, "source": "test", "as_of": "2026-01-01"}
+    s = scenario([{"name": "kiosk", "stage": "edge", "model": "llama-3.2-3b", "device": "any", "devices": 1,
+                   "min_tokens_per_s": 5, "growth_per_year": 1.0},
+                  {**CHAT, "concurrent_users": 30, "growth_per_year": 0.5}],
+                 horizon_years=3, site={"kind": "office"}, offers=[offer], policy={"providers": ["lab"]})
+    cat = checks.resolve(s)
+    fm = model.build(s, cat, options.build(s, cat))
+    row = fm.rows[("availability", ("a6000-lab", 3))]
+    held = set(row.keys())
+    assert row.constant == -6
+    assert held & set(fm.e.values()) and held & {v for k, v in fm.p.items() if k[0] == "a6000-lab"}

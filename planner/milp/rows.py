@@ -101,6 +101,7 @@ def define_capacity_constraints(fm) -> None:
     for (dk, i, oid, t), v in fm.x.items():
         if (oid, t) in fm.held_terms:
             batch_on.setdefault((oid, t), []).append((fm.options.batch[dk][i], dk, v))
+    edge = _edge_units(fm)  # an offer with edge units too: its availability row counts both
     for (oid, t) in sorted(fm.held_terms):
         per = fm.system_of(oid).accelerators
         held = fm.held(oid, t)
@@ -114,8 +115,8 @@ def define_capacity_constraints(fm) -> None:
             hours += [(opt.accelerators * opt.hours_per_run * fm.demand_at(dk, t), v)
                       for opt, dk, v in batch_on[(oid, t)]]
             fm.add("hours", (oid, t), affine(hours) <= HOURS * per * held)
-        if len(fm.held_terms[(oid, t)]) > 1:  # several purchase years: the cap holds for the sum
-            fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))
+        if len(fm.held_terms[(oid, t)]) > 1 and (oid, t) not in edge:  # several purchase years: the cap
+            fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))  # holds for the sum
     for (dk, i, oid, t), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
         need = fm.options.batch[dk][i].accelerators
@@ -159,18 +160,29 @@ def trim_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]
     return out, saved
 
 
+def _edge_units(fm) -> dict[tuple, list]:
+    """(offer, year) -> the edge-unit variables held then (units bought in earlier years still held)."""
+    out: dict[tuple, list] = {}
+    for (dk, i, oid, tau), ev in fm.e.items():
+        for t in fm.years:
+            if fm.active(oid, tau, t):
+                out.setdefault((oid, t), []).append(ev)
+    return out
+
+
 def define_availability_constraints(fm) -> None:
+    """Systems of an offer in a year <= its cap: rentals across demands, pooled rentals, edge units,
+    and an owned offer's held systems beside edge units of the same offer."""
     by_offer: dict[tuple, list] = {}
-    edge: set[tuple] = set()
     for (dk, oid, t), rv in fm.r.items():
         by_offer.setdefault((oid, t), []).append(rv)
     for (oid, _, t), rv in fm.rp.items():
         by_offer.setdefault((oid, t), []).append(rv)
-    for (dk, i, oid, tau), ev in fm.e.items():
-        for t in fm.years:
-            if fm.active(oid, tau, t):
-                by_offer.setdefault((oid, t), []).append(ev)
-                edge.add((oid, t))
+    edge = _edge_units(fm)
+    for key, evs in edge.items():
+        by_offer.setdefault(key, []).extend(evs)
+        if key in fm.held_terms:
+            by_offer[key].append(fm.held(*key))
     for (oid, t), vs in sorted(by_offer.items()):
         o = fm.offer(oid)
         cap = fm.cap_of(o) if (oid, t) in edge else o.max_systems
