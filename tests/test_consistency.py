@@ -237,3 +237,25 @@ def test_an_offer_holding_edge_units_and_serving_systems_over_years_has_one_cap(
     held = set(row.keys())
     assert row.constant == -6
     assert held & set(fm.e.values()) and held & {v for k, v in fm.p.items() if k[0] == "a6000-lab"}
+
+
+@pytest.mark.parametrize("years", [1, 3])
+def test_one_bought_offer_for_edge_units_and_site_systems_plans_splits_and_verifies(tmp_path, plan_cli, years):
+    # found by benchmarks/fuzz.py --seed 6 (case 212): the readout counted the edge units as site
+    # systems in utilisation and as units (not accelerator-hours) in the jobs' cost split
+    offer = {"id": "a6000-lab", "system": "a6000-x1", "acquisition": "buy", "provider": "lab",
+             "purchase_usd": 5000, "useful_life_years": 4, "max_systems": 6, "source": "test", "as_of": "2026-01-01"}
+    doc = {"name": "t", "horizon_years": years, "site": {"kind": "office"}, "offers": [offer],
+           "policy": {"providers": ["lab"]},
+           "jobs": [{"name": "kiosk", "stage": "edge", "model": "llama-3.2-3b", "device": "any", "devices": 1,
+                     "min_tokens_per_s": 5, **({"growth_per_year": 1.0} if years > 1 else {})},
+                    {**CHAT, "concurrent_users": 30, **({"growth_per_year": 0.5} if years > 1 else {})}]}
+    res = plan_cli(_write(tmp_path, doc), "--format", "json", "--explain", "none")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    row = next(f for f in plan["fleet"] if f["offer"] == "a6000-lab")
+    units = row["edge_units"]
+    site = row["systems"] - units
+    assert site >= 1 and [u["systems"] for u in plan["utilisation"] if u["offer"] == "a6000-lab"] == [site]
+    cost = {j["name"]: j["cost_usd_per_year"] for j in plan["jobs"]}
+    assert cost["kiosk"] == pytest.approx(row["cost_usd_per_year"] * units / row["systems"], rel=1e-3)

@@ -115,9 +115,11 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
             continue
         o = fm.offer(oid)
         system = fm.system_of(oid)
+        edge = sum(_int(res, v) for (_, _, o2, _), v in fm.e.items() if o2 == oid)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
                     "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators,
+                    **({"edge_units": edge} if 0 < edge < held[oid] else {}),  # beside systems at the site
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
                     "purchase_usd": r2(o.purchase_usd * held[oid]) if o.acquisition == "buy" else None,
                     "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years) * held[oid])
@@ -150,8 +152,13 @@ def held_systems(fm, res, t: int) -> dict[str, int]:
     return held
 
 
+def site_hours(fm, use: dict[str, float]) -> float:
+    """Accelerator-hours of one offer's usage at the site: its edge demands' units left out."""
+    return sum(h for dk, h in use.items() if getattr(fm.options.demands.get(dk), "kind", None) != "edge")
+
+
 def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
-    """offer -> demand -> accelerator-hours used in year t (edge: units; API: its cost)."""
+    """offer -> demand -> accelerator-hours used in year t (edge: its units all year; API: its cost)."""
     use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for aid, by in api_usage(fm, res.values, t).items():
         use[aid].update(by)
@@ -169,8 +176,8 @@ def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
             hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
             use[oid][dk] += _val(res, v) * opt.accelerators * hours * fm.demand_at(dk, t)
     for (dk, i, oid, tau), v in fm.e.items():
-        if fm.active(oid, tau, t):
-            use[oid][dk] += _val(res, v)
+        if fm.active(oid, tau, t):  # a deployed unit is its job's all year (single-accelerator devices)
+            use[oid][dk] += _val(res, v) * fm.system_of(oid).accelerators * HOURS
     return use
 
 
@@ -328,7 +335,7 @@ def _utilisation(fm, res, usage) -> list[dict]:
         if n <= 0:
             continue
         per = fm.system_of(oid).accelerators
-        used = sum(usage.get(oid, {}).values())
+        used = site_hours(fm, usage.get(oid, {}))
         out.append({"offer": oid, "systems": n, "accelerator_hours_used": r2(used, 0),
                     "utilisation": r2(used / (HOURS * per * n), 4)})
     return out

@@ -29,6 +29,7 @@ from planner.milp.readout import (
     held_systems,
     placements_of,
     r2,
+    site_hours,
     trimmed,
     usage_of,
 )
@@ -120,6 +121,8 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
         o, system = ym.offer(oid), ym.system_of(oid)
         paid = sum(_unit_price(ym, oid, tau) * _int(res, v) for (o2, tau), v in ym.p.items()
                    if o2 == oid and ym.active(oid, tau, t))
+        paid += sum(_unit_price(ym, oid, tau) * _int(res, v) for (_, _, o2, tau), v in ym.e.items()
+                    if o2 == oid and ym.active(oid, tau, t))  # edge units of the offer are bought too
         edge = _edge_units(ym, res, oid, t)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
                     "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
@@ -169,10 +172,11 @@ def _year(s: Scenario, ym: YearModel, res, t: int) -> dict:
     usage = usage_of(ym, res, t)
     util = []
     for f in fleet:
-        if _owned(ym, f["offer"]):
-            used = sum(usage.get(f["offer"], {}).values())
-            util.append({"offer": f["offer"], "systems": f["systems"], "accelerator_hours_used": r2(used, 0),
-                         "utilisation": r2(used / (HOURS * f["accelerators"]), 4)})
+        site = f["systems"] - f.get("edge_units", 0)  # edge units are deployed, not at the site
+        if _owned(ym, f["offer"]) and site > 0:
+            used = site_hours(ym, usage.get(f["offer"], {}))
+            util.append({"offer": f["offer"], "systems": site, "accelerator_hours_used": r2(used, 0),
+                         "utilisation": r2(used / (HOURS * site * ym.system_of(f["offer"]).accelerators), 4)})
     budget = caps.get("usd")
     return {"year": t, "capex_usd": r2(capex), "opex_usd": r2(opex), "cost_usd": r2(capex + opex),
             "annuitised_cost_usd": r2(sum(offer_cost.values())), "resale_usd": r2(_sum(res, ym.resale.get(t, []))),

@@ -166,10 +166,11 @@ def check_utilisation(rows: list[dict], fleet: dict, cat: Catalog, v: Verificati
         f = fleet.get(u["offer"])
         o = cat.offers.get(u["offer"])
         name = f"{where}utilisation of '{u['offer']}'"
-        if not v.check("plan", f is not None and o is not None and owned(o) and u["systems"] == f["systems"],
+        site = f["systems"] - f.get("edge_units", 0) if f is not None else 0  # edge units are deployed
+        if not v.check("plan", f is not None and o is not None and owned(o) and u["systems"] == site,
                        f"{name}: not an owned offer of the fleet, or {u['systems']} systems against the fleet's"):
             continue
-        hours = HOURS_PER_YEAR * f["accelerators"]
+        hours = HOURS_PER_YEAR * f["accelerators"] * site / f["systems"]
         used = u["accelerator_hours_used"]
         v.check("plan", 0.0 <= used <= hours * (1 + 1e-6) + 1 and close(u["utilisation"], used / hours, 0.0, 1e-4),
                 f"{name}: {used:,.0f} accelerator-hours of {hours:,.0f} reported as {u['utilisation']}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from planner.data.constants import HOURS_PER_YEAR
 from planner.data.catalog import Catalog, Offer
 from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
@@ -188,7 +189,8 @@ def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("power", job.max_power_w is None or power_w <= job.max_power_w * (1 + TIGHT),
                 f"{where}: draws {power_w:.0f} W, limit {job.max_power_w} W")
         units += p["replicas"]
-        ledger.usage[o.id][part.key] += p["replicas"]  # the fleet row's cost splits by units, as the readout does
+        # a deployed unit is its job's all year: the fleet row's cost splits by accelerator-hours, edge included
+        ledger.usage[o.id][part.key] += p["replicas"] * system.accelerators * HOURS_PER_YEAR
         ledger.edge_units[o.id] += p["replicas"]
         rate = s.policy.discount_rate
         ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (
