@@ -61,12 +61,17 @@ def jobs(n: int, seed: int) -> list[dict]:
 SOLVER: list[str] = []  # ["--solver", name] when --solver is given
 
 
-def run_plan(path: Path, *args: str) -> tuple[float, dict | None, int]:
+def run(path: Path, *args: str) -> tuple[float, subprocess.CompletedProcess]:
+    """`plan PATH --format json --quiet` (with --solver when given) in a fresh process, timed."""
     start = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "planner", str(path), "--format", "json", "--quiet", *SOLVER, *args],
                        check=False, capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - start
-    plan = json.loads(r.stdout) if r.returncode in (0,) and r.stdout.strip().startswith("{") else None
+    return time.perf_counter() - start, r
+
+
+def run_plan(path: Path, *args: str) -> tuple[float, dict | None, int]:
+    wall, r = run(path, *args)
+    plan = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip().startswith("{") else None
     return wall, plan, r.returncode
 
 
@@ -125,10 +130,7 @@ def scale(tmp: Path, seed: int) -> None:
                 "policy": {"acquisition": ["buy", "on-demand", "reserved-1y", "reserved-3y", "spot"]},
                 "solver": {"time_limit_s": 60, "gap": 0.01}, "jobs": jobs(n, seed)}
         path = write(tmp, f"scale-{n}", body)
-        start = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "planner", str(path), "--format", "json", "--quiet"],
-                           check=False, capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - start
+        wall, r = run(path)
         plan = json.loads(r.stdout) if r.returncode == 0 else None
         line(f"{n} jobs, limit 60 s (full)", wall, plan, r.returncode)
         if plan is None:
