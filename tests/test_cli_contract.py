@@ -155,6 +155,19 @@ def test_out_of_time_with_a_plan_warns_with_its_gap(monkeypatch, tmp_path, plan_
     assert "warning: the plan is feasible but not proven optimal (gap up to" in r.err
 
 
+def test_a_search_the_time_limit_stopped_is_warned_once(capsys):
+    """A feasible plan whose search the time limit ended gets one warning naming both (with the gap
+    and the fix), not two; other cuts keep their own line."""
+    from planner.app.planning import CUTS
+    from planner.cli.running import _warnings
+
+    _warnings({"status": "feasible", "solver": {"gap": 0.0388, "cut_short": [CUTS["solve"], CUTS["explanations"]]}})
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("warning: the time limit cut short the MILP search: the plan is feasible but not proven "
+                        "optimal (gap up to 3.88%); raise --time-limit (or solver.time_limit_s) for a proof")
+    assert len(lines) == 2 and lines[1].startswith("warning: the time limit cut short the explanations")
+
+
 def test_out_of_time_without_a_plan_is_exit_4(monkeypatch, tmp_path, plan_cli):
     monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=False))))
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")

@@ -203,3 +203,33 @@ def test_a_stopped_search_reports_cbcs_bound_between_the_lp_and_the_plan(tmp_pat
     assert res.status == "feasible" and res.bound is not None
     assert lp.objective - 1e-6 <= res.bound <= res.objective + 1e-6
     assert res.gap == pytest.approx((res.objective - res.bound) / res.objective)
+
+
+def test_an_incumbent_with_idle_systems_is_trimmed_before_it_is_read():
+    """A solution the time limit cuts short may hold owned systems no job uses: an extra system on a
+    used pool, and a pool with nothing on it but its N+1 spare. They are dropped before the plan is
+    read (cheaper by their yearly cost), and the plan's job costs still add to its total."""
+    import dataclasses
+
+    from planner.app.planning import solve_scenario
+    from planner.milp.readout import read_plan, trimmed
+    from planner.verify.plan import verify
+
+    s = scenario([serve("chat", 1500)], {"accelerators": ["a100-80gb", "l40s"], "acquisition": ["buy"],
+                                         "redundancy": "n+1"})
+    cat, _, fm, res = solve_scenario(s)
+    held = {oid: v for (oid, _), v in fm.p.items()}
+    used = [oid for oid, v in held.items() if round(res.values.get(v.name, 0.0)) > 0]
+    idle = next(oid for oid, v in held.items() if oid not in used and (oid, 1) in fm.u)
+    values = dict(res.values)
+    values[held[used[0]].name] += 1  # one system more than the pool needs
+    values[held[idle].name], values[fm.u[(idle, 1)].name] = 1.0, 1.0  # a pool of one spare
+    extra = sum(fm.prob.objective.get(held[o], 0.0) for o in (used[0], idle))
+    padded = dataclasses.replace(res, status="feasible", values=values, objective=res.objective + extra)
+
+    again = trimmed(fm, padded)
+    assert again.objective == pytest.approx(res.objective, rel=1e-9)
+    assert {k: round(v) for k, v in again.values.items()} == {k: round(v) for k, v in res.values.items()}
+    plan = read_plan(s, fm, again)
+    assert sum(j["cost_usd_per_year"] for j in plan["jobs"]) == pytest.approx(plan["total_cost_usd_per_year"], abs=0.05)
+    assert verify(plan, s, cat).ok

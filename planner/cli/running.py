@@ -83,12 +83,16 @@ def render(plan: dict, req: RunRequest) -> str:
 
 
 def _warnings(plan: dict) -> None:
-    if plan["status"] != "optimal":
+    cut = list(plan["solver"].get("cut_short") or ())
+    if plan["status"] != "optimal":  # one warning, not two, when the time limit ended the search
+        search = [w for w in cut if w.startswith("the MILP search")]
+        cut = [w for w in cut if w not in search]
         gap = plan["solver"].get("gap")
-        typer.echo("warning: the plan is feasible but not proven optimal"
+        typer.echo(("warning: the time limit cut short the MILP search: " if search else "warning: ")
+                   + "the plan is feasible but not proven optimal"
                    + (f" (gap up to {gap:.2%})" if gap is not None else "")
-                   + "; raise solver.time_limit_s for a proof", err=True)
-    for what in plan["solver"].get("cut_short") or ():
+                   + "; raise --time-limit (or solver.time_limit_s) for a proof", err=True)
+    for what in cut:
         typer.echo(f"warning: the time limit cut short {what}; raise --time-limit (or solver.time_limit_s) "
                    "for the whole plan", err=True)
     pruned = plan["solver"].get("pairs_pruned") or 0

@@ -9,7 +9,7 @@ from collections import defaultdict
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import complexity, pooling
+from planner.milp import complexity, pooling, trim
 from planner.milp.crossdisagg import half_row
 from planner.milp import fleet as model
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
@@ -25,12 +25,14 @@ def r2(x: float | None, nd: int = 2) -> float | None:
 
 
 def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
-    """The solution with no idle rented system (model.trim_rentals) and no system type priced that
-    the fleet does not hold (complexity.trim_types), its objective lowered by what that saves;
-    idempotent."""
+    """The solution with no idle owned system or spare (trim.trim_owned), no idle rented system
+    (model.trim_rentals) and no system type priced that the fleet does not hold
+    (complexity.trim_types), its objective lowered by what that saves; idempotent."""
     if not res.ok:
         return res
-    values, saved = model.trim_rentals(fm, res.values)
+    values, saved = trim.trim_owned(fm, res.values)
+    values, rented_saved = model.trim_rentals(fm, values)
+    saved += rented_saved
     values, pooled_saved = pooling.trim_pool_rentals(fm, values)
     saved += pooled_saved
     if fm.z:
