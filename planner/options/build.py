@@ -22,7 +22,7 @@ from planner.data.jobs import (  # noqa: F401
 )
 from planner.data.scenario import EdgeJob, Scenario
 from planner.options import disagg as disagg_options
-from planner.options import measured
+from planner.options import measured, probe
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
 from planner.options.eligibility import (
@@ -52,36 +52,6 @@ def replica_slots(replica: int, system: System) -> float | None:
     if replica % n:
         return None
     return float(replica)
-
-
-def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
-           cache: dict | None, engine: str | None = None):
-    """(largest batch, its limit, the estimate at that batch) for one TP x PP replica; the answer
-    depends only on model, accelerator, workload, split and targets, so systems sharing an
-    accelerator (an 8-GPU node and a 1-GPU instance) and jobs sharing a workload reuse it."""
-    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft, engine)
-    if cache is not None and key in cache:
-        return cache[key]
-    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine)
-    est = serving.estimate(m, acc, wl, tp, pp, batch, engine=engine) if batch >= 1 else None
-    if cache is not None:
-        cache[key] = (batch, limit, est)
-    return batch, limit, est
-
-
-def _probe_layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
-                   cache: dict | None, engine: str | None):
-    """(batch, limit, estimate, workload) of the better layout of one TP x PP split: plain tensor
-    parallelism, or, for an MoE over more than one rank on one stage, expert parallelism with
-    data-parallel attention (physics.moe) when it serves more users (or as many, faster)."""
-    best = (*_probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine), wl)
-    if pp == 1 and moe.applies(m, tp) and not wl.attention_dp:
-        dp = dataclasses.replace(wl, attention_dp=True)
-        alt = (*_probe(m, acc, dp, tp, pp, min_tps, max_ttft, cache, engine), dp)
-        if alt[0] >= 1 and (alt[0], alt[2].tokens_per_s_per_user) > (
-                best[0], best[2].tokens_per_s_per_user if best[2] is not None else 0.0):
-            best = alt
-    return best
 
 
 def layout_note(m, wl: serving.Workload, tp: int) -> str:
@@ -118,14 +88,9 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                                f"({system.kind}, no scale-out fabric)")
                 break
             if slots is not None:
-                batch, limit, est, used = _probe_layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+                batch, limit, used = probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
-                    binding = "memory" if limit == "memory" else (
-                        "batch-cap" if limit == "batch-cap" else est.regime)
-                    found.append(ServeOption(
-                        demand, system.id, acc.id, tp, pp, tp * pp, slots, batch, est.tokens_per_s_per_user,
-                        est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
-                        est.weights_gb, est.kv_gb, binding, est.regime, basis_note=layout_note(m, used, tp)))
+                    found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
                 else:
                     reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine))
                 if limit != "memory" and pp >= 2:
@@ -134,7 +99,16 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
         tp *= 2
     if not found:
         return [], _best_reason(reasons, acc, system)
-    return _pareto(found), ""
+    out = []
+    for o in _pareto(found):  # estimated once kept: the Pareto test reads slots, users and the split only
+        est = probe.estimate(m, acc, o.workload, o.tp, o.pp, o.users_per_replica, cache, engine)
+        binding = o.limit if o.limit in ("memory", "batch-cap") else est.regime
+        out.append(ServeOption(
+            demand, system.id, acc.id, o.tp, o.pp, o.accelerators_per_replica, o.accelerator_slots,
+            o.users_per_replica, est.tokens_per_s_per_user, est.ttft_ms / 1e3, est.memory_gb_per_accelerator,
+            est.memory_gb_capacity, est.weights_gb, est.kv_gb, binding, est.regime,
+            basis_note=layout_note(m, o.workload, o.tp)))
+    return out, ""
 
 
 def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) -> str:
