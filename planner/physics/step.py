@@ -213,9 +213,10 @@ class Replica:
             self.tp_per_token = 2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES / self.wire_den
         self.overhead = cal.layer_overhead_us * 1e-6 * engines.overhead_factor(engine, cal)
         self.token_s = token_seconds_per_layer(m, tp, cal)
+        self.terms = None if dp else arch.active_weight_terms(m, wl.precision, tp)
         self.reads: dict[int, float] = {}
         self.kept: dict[tuple, tuple[dict[str, float], float]] = {}
-        self.steady: dict[tuple, dict[str, float]] = {}
+        self.steady: dict[tuple, tuple] = {}
         self.memo: dict = {}
 
     def weight_read(self, tokens_in: int) -> float:
@@ -224,7 +225,7 @@ class Replica:
         if got is None:
             m, wl, tp = self.m, self.wl, self.tp
             got = (moe.step_weight_read(m, wl.precision, tokens_in, tp) if self.dp
-                   else arch.active_weight_bytes(m, wl.precision, batch=tokens_in, tp=tp))
+                   else arch.active_weight_bytes(m, wl.precision, tokens_in, tp, None, self.terms))
             got = self.reads[tokens_in] = got * self.uneven + self.head_reads
         return got
 
@@ -269,33 +270,44 @@ class Replica:
         total = self.chunk_total
         return float(total) if self.eng.prefill_first else max(total - decodes, total / 8)
 
-    def steady_parts(self, batch: int, others_only: bool = False) -> dict[str, float]:
-        """steady_parts at `batch` sequences (see it)."""
+    def _steady(self, batch: int, others_only: bool) -> tuple:
+        """(f, mixed step's (decodes, prompt), pure step's) of steady_parts, or (None, pure) with no prompts."""
         key = (batch, others_only)
-        out = self.steady.get(key)
-        if out is not None:
-            return out
+        got = self.steady.get(key)
+        if got is not None:
+            return got
         pp, wl = self.pp, self.wl
         micro = batch / pp
         share = (batch - 1) / batch if others_only else 1.0
         per_step = micro * wl.input_tokens / wl.output_tokens * share
-        pure = self.parts(micro, 0.0)
         if per_step <= 0:
-            self.steady[key] = pure
-            return pure
+            got = self.steady[key] = (None, None, (micro, 0.0))
+            return got
         chunk = min(self.budget(micro), clump_tokens(wl, batch, self.cal))
         tokens = max(chunk, per_step)
-        f = min(1.0, per_step / tokens)
-        mixed = self.parts(micro, tokens)
-        t_mixed, t_pure = self.time(micro, tokens), self.time(micro, 0.0)
-        out = {k: f * mixed[k] + (1 - f) * pure[k] for k in pure}
-        out["step"] = f * t_mixed + (1 - f) * t_pure
-        self.steady[key] = out
+        got = self.steady[key] = (min(1.0, per_step / tokens), (micro, tokens), (micro, 0.0))
+        return got
+
+    def steady_parts(self, batch: int, others_only: bool = False) -> dict[str, float]:
+        """steady_parts at `batch` sequences (see it); a new dict."""
+        f, mixed, pure = self._steady(batch, others_only)
+        if f is None:
+            return self.parts(*pure)
+        mixed_p, pure_p = self.parts(*mixed), self.parts(*pure)
+        out = {k: f * mixed_p[k] + (1 - f) * pure_p[k] for k in pure_p}
+        out["step"] = self.steady_step(batch, others_only)
         return out
+
+    def steady_step(self, batch: int, others_only: bool = False) -> float:
+        """The average stage step of steady_parts: f x the mixed step + (1 - f) x the pure one."""
+        f, mixed, pure = self._steady(batch, others_only)
+        if f is None:
+            return self.time(*pure)
+        return f * self.time(*mixed) + (1 - f) * self.time(*pure)
 
     def tpot(self, batch: int) -> float:
         """Seconds per output token at `batch` sequences: tpot_from(steady_parts(batch, others only))."""
-        return tpot_from(self.steady_parts(batch, True), self.pp, self.engine)
+        return self.pp * self.steady_step(batch, True)
 
     @property
     def max_batch(self) -> int:
@@ -346,9 +358,9 @@ def steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, bat
     request is replaced by a new prompt, so batch x s_in / s_out prompt tokens arrive per step
     (the other clients' only, with `others_only`: a request's own prefill is its TTFT, not part
     of its inter-token latency). They come in chunks of up to the engine's budget: a fraction f
-    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts.
-    Kept like parts (the batch search asks it again for each speed target of a workload); the
-    returned dict is shared, so callers must not change it."""
+    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts, and
+    their average step time as "step" (Replica.steady_step, all the batch search needs). Callers
+    must not change the returned dict (without prompts it is the shared pure step's)."""
     return replica(m, acc, wl, tp, pp, link, cal, engine).steady_parts(batch, others_only)
 
 
