@@ -8,7 +8,6 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 
 from planner.data import deadline
@@ -342,7 +341,7 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
             found = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, "", cache, engine)
             if cache is not None:
                 cache[key] = found
-        got, why = [dataclasses.replace(o, demand=d.key) for o in found[0]], found[1]
+        got, why = [_labelled(o, d.key) for o in found[0]], found[1]
         if d.pool is not None:  # a pool shares replicas of one split
             return got, why
         split = disagg_options.configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key,
@@ -355,12 +354,22 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
             got = batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,
                                 d.max_hours_per_run, "")
             if cache is None:
-                return [dataclasses.replace(o, demand=d.key) for o in got[0]], got[1]
+                return [_labelled(o, d.key) for o in got[0]], got[1]
             cache[key] = got
         found, why = cache[key]
-        return [dataclasses.replace(o, demand=d.key) for o in found], why
+        return [_labelled(o, d.key) for o in found], why
     opt, why = edge_config(job, m, acc, system, d.key)
     return ([opt] if opt else []), why
+
+
+def _labelled(o, demand: str):
+    """A copy of option o for `demand`: dataclasses.replace(o, demand=demand) without re-running
+    the dataclass's __init__ (the options carry no __post_init__), as a large build asks it for
+    every option of every demand."""
+    new = object.__new__(type(o))
+    new.__dict__.update(o.__dict__)
+    new.__dict__["demand"] = demand
+    return new
 
 
 def _policy_reason(acc_id: str, cat: Catalog, opts: Options) -> str:
