@@ -217,6 +217,7 @@ class Replica:
         self.reads: dict[int, float] = {}
         self.kept: dict[tuple, tuple[dict[str, float], float]] = {}
         self.steady: dict[tuple, tuple] = {}
+        self.tpots: dict[int, float] = {}
         self.memo: dict = {}
 
     def weight_read(self, tokens_in: int) -> float:
@@ -231,8 +232,11 @@ class Replica:
 
     def _compute(self, decodes: float, prompt: float) -> tuple[dict[str, float], float]:
         d = max(decodes, 0.0)
-        t_mem = (self.weight_read(max(1, round(d + prompt))) + d * self.kv_seq * self.kv_copies * self.uneven
-                 ) / self.mem_den
+        tokens_in = max(1, round(d + prompt))
+        read = self.reads.get(tokens_in)
+        if read is None:
+            read = self.weight_read(tokens_in)
+        t_mem = (read + d * self.kv_seq * self.kv_copies * self.uneven) / self.mem_den
         t_decode = self.decode_num * d / self.decode_den
         t_prompt = self.uneven * prompt * self.prefill_tok / self.prompt_den
         tokens = d + prompt
@@ -271,7 +275,8 @@ class Replica:
         return float(total) if self.eng.prefill_first else max(total - decodes, total / 8)
 
     def _steady(self, batch: int, others_only: bool) -> tuple:
-        """(f, mixed step's (decodes, prompt), pure step's) of steady_parts, or (None, pure) with no prompts."""
+        """(f, the mixed step's (decodes, prompt), the pure step's, the average step time) of
+        steady_parts; f None without prompts (the step is the pure one)."""
         key = (batch, others_only)
         got = self.steady.get(key)
         if got is not None:
@@ -281,33 +286,35 @@ class Replica:
         share = (batch - 1) / batch if others_only else 1.0
         per_step = micro * wl.input_tokens / wl.output_tokens * share
         if per_step <= 0:
-            got = self.steady[key] = (None, None, (micro, 0.0))
+            got = self.steady[key] = (None, None, (micro, 0.0), self.time(micro, 0.0))
             return got
         chunk = min(self.budget(micro), clump_tokens(wl, batch, self.cal))
         tokens = max(chunk, per_step)
-        got = self.steady[key] = (min(1.0, per_step / tokens), (micro, tokens), (micro, 0.0))
+        f = min(1.0, per_step / tokens)
+        step = f * self.time(micro, tokens) + (1 - f) * self.time(micro, 0.0)
+        got = self.steady[key] = (f, (micro, tokens), (micro, 0.0), step)
         return got
 
     def steady_parts(self, batch: int, others_only: bool = False) -> dict[str, float]:
         """steady_parts at `batch` sequences (see it); a new dict."""
-        f, mixed, pure = self._steady(batch, others_only)
+        f, mixed, pure, step = self._steady(batch, others_only)
         if f is None:
             return self.parts(*pure)
         mixed_p, pure_p = self.parts(*mixed), self.parts(*pure)
         out = {k: f * mixed_p[k] + (1 - f) * pure_p[k] for k in pure_p}
-        out["step"] = self.steady_step(batch, others_only)
+        out["step"] = step
         return out
 
     def steady_step(self, batch: int, others_only: bool = False) -> float:
         """The average stage step of steady_parts: f x the mixed step + (1 - f) x the pure one."""
-        f, mixed, pure = self._steady(batch, others_only)
-        if f is None:
-            return self.time(*pure)
-        return f * self.time(*mixed) + (1 - f) * self.time(*pure)
+        return self._steady(batch, others_only)[3]
 
     def tpot(self, batch: int) -> float:
         """Seconds per output token at `batch` sequences: tpot_from(steady_parts(batch, others only))."""
-        return self.pp * self.steady_step(batch, True)
+        got = self.tpots.get(batch)
+        if got is None:
+            got = self.tpots[batch] = self.pp * self._steady(batch, True)[3]
+        return got
 
     @property
     def max_batch(self) -> int:
