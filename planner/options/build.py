@@ -87,7 +87,12 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                 reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
                                f"({system.kind}, no scale-out fabric)")
                 break
-            if slots is not None:
+            if slots is not None and found and any(_beats(q, probe.Split(
+                    tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)) for q in found):
+                # dominated whatever its batch (lossless to skip); the PP rule below needs only its limit
+                if pp >= 2 and not serving.memory_limited(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine):
+                    break
+            elif slots is not None:
                 batch, limit, used = probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
                     found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
@@ -137,16 +142,20 @@ def _pareto(found: list[ServeOption]) -> list[ServeOption]:
     (k = 1: as few slots and as many users). Any fleet using o can use k replicas of q instead on
     the same accelerators (slots tile a system), at the same power and rent, serving as many users;
     so the cheapest fleet over the kept configurations is the cheapest over all of them."""
-    def beats(q: ServeOption, o: ServeOption) -> bool:
-        k = o.accelerator_slots / q.accelerator_slots
-        if q is o or k < 1 - 1e-9 or abs(k - round(k)) > 1e-9 or round(k) * q.users_per_replica < o.users_per_replica:
-            return False
-        if round(k) > 1 or q.users_per_replica > o.users_per_replica:
-            return True
-        # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
-        return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
-    keep = [o for o in found if not any(beats(q, o) for q in found)]
+    keep = [o for o in found if not any(_beats(q, o) for q in found)]
     return sorted(keep, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+
+
+def _beats(q, o) -> bool:
+    """q dominates o (_pareto). A strict order (transitive): dropping an o some kept q beats
+    leaves the Pareto set as it was; and q beating o at o's most users beats it at fewer."""
+    k = o.accelerator_slots / q.accelerator_slots
+    if q is o or k < 1 - 1e-9 or abs(k - round(k)) > 1e-9 or round(k) * q.users_per_replica < o.users_per_replica:
+        return False
+    if round(k) > 1 or q.users_per_replica > o.users_per_replica:
+        return True
+    # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
+    return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
 
 
 # --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from planner.physics import moe, serving
+from planner.physics import moe, serving, step
 
 
 def largest(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
@@ -39,6 +39,16 @@ def estimate(m, acc, wl: serving.Workload, tp: int, pp: int, batch: int, cache: 
     if cache is not None:
         cache[key] = est
     return est
+
+
+def most_users(m, acc, wl: serving.Workload, tp: int, pp: int, engine: str | None) -> int:
+    """The most users layouts() may find for a split: the larger memory-and-engine cap of the
+    layouts it weighs (largest_batch never passes its replica's cap)."""
+    bound = step.replica(m, acc, wl, tp, pp, None, None, engine).users_cap
+    if pp == 1 and moe.applies(m, tp) and not wl.attention_dp:
+        dp = dataclasses.replace(wl, attention_dp=True)
+        bound = max(bound, step.replica(m, acc, dp, tp, pp, None, None, engine).users_cap)
+    return bound
 
 
 def layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,

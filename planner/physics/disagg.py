@@ -59,7 +59,7 @@ class DisaggEstimate:
 def _decode_pool(m, acc, wl, tp, min_tps, cal, engine) -> tuple[int, float]:
     """(largest batch, its TPOT) of a decode-only replica within memory, the engine cap and min_tps."""
     r = step.replica(m, acc, wl, tp, 1, None, cal, engine)
-    cap = min(r.max_batch, step.batch_cap(m, wl, tp, cal))
+    cap = r.users_cap
 
     def tpot(b: int) -> float:
         return r.time(b, 0.0)

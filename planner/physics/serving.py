@@ -122,7 +122,7 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
     cal = cal or default()
     r = step.replica(m, acc, wl, tp, pp, link, cal, engine)
     engine_cap = step.batch_cap(m, wl, tp, cal)
-    cap = min(r.max_batch, engine_cap)
+    cap = r.users_cap
     if cap < 1:
         return 0, "memory"
 
@@ -143,6 +143,24 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if speed_ok(mid) and ttft_ok(mid) else (lo, mid)
     return lo, "latency" if not speed_ok(hi) else "ttft"
+
+
+def memory_limited(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
+                   min_tokens_per_s_per_user: float | None = None, max_ttft_s: float | None = None,
+                   link: Link | None = None, cal: Calibration | None = None, engine: str | None = None) -> bool:
+    """Whether largest_batch's limit is memory, without its search: no room for one sequence, or
+    one sequence and the memory cap both meet the targets and the cap is below the engine's."""
+    cal = cal or default()
+    r = step.replica(m, acc, wl, tp, pp, link, cal, engine)
+    cap = r.users_cap
+    if cap < 1:
+        return True
+
+    def ok(b: int) -> bool:
+        return ((min_tokens_per_s_per_user is None or 1.0 / r.tpot(b) >= min_tokens_per_s_per_user)
+                and (max_ttft_s is None or ttft.of(r, b) <= max_ttft_s))
+
+    return cap < step.batch_cap(m, wl, tp, cal) and ok(1) and ok(cap)
 
 
 def parallel_splits(count: int, domain: int, layers: int) -> list[tuple[int, int]]:

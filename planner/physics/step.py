@@ -317,6 +317,14 @@ class Replica:
         return got
 
     @property
+    def users_cap(self) -> int:
+        """The most sequences it may hold: min(max_batch_by_memory, batch_cap)."""
+        got = self.memo.get("users_cap")
+        if got is None:
+            got = self.memo["users_cap"] = min(self.max_batch, batch_cap(self.m, self.wl, self.tp, self.cal))
+        return got
+
+    @property
     def max_batch(self) -> int:
         """max_batch_by_memory of this replica."""
         got = self.memo.get("max_batch")

@@ -65,7 +65,7 @@ def of(r: step.Replica, batch: int = 1) -> float:
     got = r.memo.get(key)
     if got is not None:
         return got
-    cap = min(r.max_batch, step.batch_cap(r.m, r.wl, r.tp, r.cal))
+    cap = r.users_cap
     if cap < 1 or batch <= cap:
         got = _within(r, batch)
     else:
