@@ -87,8 +87,8 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                 reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
                                f"({system.kind}, no scale-out fabric)")
                 break
-            if slots is not None and found and any(_beats(q, probe.Split(
-                    tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)) for q in found):
+            if slots is not None and found and _dominated(found, probe.Split(
+                    tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)):
                 # dominated whatever its batch (lossless to skip); the PP rule below needs only its limit
                 if pp >= 2 and not serving.memory_limited(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine):
                     break
@@ -144,6 +144,10 @@ def _pareto(found: list[ServeOption]) -> list[ServeOption]:
     so the cheapest fleet over the kept configurations is the cheapest over all of them."""
     keep = [o for o in found if not any(_beats(q, o) for q in found)]
     return sorted(keep, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+
+
+def _dominated(found: list, o) -> bool:
+    return any(_beats(q, o) for q in found)
 
 
 def _beats(q, o) -> bool:
