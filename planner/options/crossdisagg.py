@@ -137,10 +137,12 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
             cache[key] = _halves(m, cat, wl, sp, sd, d.min_tokens_per_s, d.max_ttft_s, slots_of, cache, engine)
         for tp_p, slots_p, ph, tp_d, slots_d, dh in cache[key]:
             per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
+            if best_single is not None and not per_user < best_single[0] * (1 - 1e-9):
+                continue  # the whole-system test below cannot change that
             n_d = math.ceil(users / dh.users)
             fleet = (_whole(price[d_id], n_d * slots_d, sd)
                      + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
-            if best_single is None or (per_user < best_single[0] * (1 - 1e-9) and fleet < alone * (1 - 1e-9)):
+            if best_single is None or fleet < alone * (1 - 1e-9):
                 pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh))
     pairs.sort(key=lambda x: x[:5])
     out = []
