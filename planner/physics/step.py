@@ -187,11 +187,19 @@ class Replica:
 
     def __init__(self, m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, link: Link | None,
                  cal: Calibration, engine: str | None):
-        link = link or Link.of(acc)
         self.m, self.acc, self.wl, self.tp, self.pp, self.cal, self.engine = m, acc, wl, tp, pp, cal, engine
-        self.link = link
+        self.link = link or Link.of(acc)
         self.eng = engines.get(engine)
         self.chunk_total = self.eng.chunk_tokens(acc)
+        self.ready = False  # the step's terms, on the first step asked (a memory question needs none)
+        self.reads: dict[int, float] = {}
+        self.kept: dict[tuple, tuple[dict[str, float], float]] = {}
+        self.steady: dict[tuple, tuple] = {}
+        self.tpots: dict[int, float] = {}
+        self.memo: dict = {}
+
+    def _setup(self) -> None:
+        m, acc, wl, tp, pp, cal, link, engine = self.m, self.acc, self.wl, self.tp, self.pp, self.cal, self.link, self.engine
         group = tp * pp
         self.uneven = uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
         bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
@@ -214,11 +222,7 @@ class Replica:
         self.overhead = cal.layer_overhead_us * 1e-6 * engines.overhead_factor(engine, cal)
         self.token_s = token_seconds_per_layer(m, tp, cal)
         self.terms = None if dp else arch.active_weight_terms(m, wl.precision, tp)
-        self.reads: dict[int, float] = {}
-        self.kept: dict[tuple, tuple[dict[str, float], float]] = {}
-        self.steady: dict[tuple, tuple] = {}
-        self.tpots: dict[int, float] = {}
-        self.memo: dict = {}
+        self.ready = True
 
     def weight_read(self, tokens_in: int) -> float:
         """Weight bytes the slowest stage's step reads for `tokens_in` tokens, the lm head at each hop."""
@@ -231,6 +235,8 @@ class Replica:
         return got
 
     def _compute(self, decodes: float, prompt: float) -> tuple[dict[str, float], float]:
+        if not self.ready:
+            self._setup()
         d = max(decodes, 0.0)
         tokens_in = max(1, round(d + prompt))
         read = self.reads.get(tokens_in)
