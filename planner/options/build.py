@@ -77,15 +77,15 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
     max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
     found: list[ServeOption] = []
-    reasons: list[str] = []
+    reasons: list[tuple[str, object]] = []
     tp = 1
     while tp <= min(system.scaleup_domain, max_tp):
         pp = 1
         while pp <= MAX_PP and pp <= m.layers:
             slots = replica_slots(tp * pp, system)
             if slots is not None and tp * pp > system.accelerators and not scales_out(system):
-                reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
-                               f"({system.kind}, no scale-out fabric)")
+                reasons.append(("span", (f"a replica of {tp * pp} would span several {system.id} "
+                                         f"({system.kind}, no scale-out fabric)")))
                 break
             if slots is not None and found and _dominated(found, probe.Split(
                     tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)):
@@ -96,8 +96,9 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                 batch, limit, used = probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
                     found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
-                else:
-                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine))
+                else:  # worded only if no split fits (_best_reason)
+                    reasons.append((limit if limit in ("memory", "ttft") else "latency",
+                                    (m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine)))
                 if limit != "memory" and pp >= 2:
                     break  # more stages add memory only: per-user speed and the batch cap barely move
             pp *= 2
@@ -127,12 +128,14 @@ def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) 
             f"({est.regime}-bound), below {min_tps:g}")
 
 
-def _best_reason(reasons: list[str], acc, system: System) -> str:
-    """The most informative reason: a speed miss beats a memory miss (it fit somewhere)."""
-    for prefix in ("latency:", "ttft:", "memory:", "span:"):
-        hits = [r for r in reasons if r.startswith(prefix)]
+def _best_reason(reasons: list[tuple[str, object]], acc, system: System) -> str:
+    """The most informative reason: a speed miss beats a memory miss (it fit somewhere). `reasons`
+    holds (kind, the span's words or _no_batch_reason's arguments): only the one chosen is worded."""
+    for kind in ("latency", "ttft", "memory", "span"):
+        hits = [r for k, r in reasons if k == kind]
         if hits:
-            return hits[-1].split(":", 1)[1] + f" (on {system.id})"
+            text = "span:" + hits[-1] if kind == "span" else _no_batch_reason(*hits[-1])
+            return text.split(":", 1)[1] + f" (on {system.id})"
     return f"no tensor/pipeline split fits {system.id}"
 
 

@@ -58,22 +58,24 @@ def usd_per_accelerator_year(s, opts, d, system) -> float | None:
 def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
     """[(TP_p, slots_p, prefill half, TP_d, slots_d, decode half)] of one pair, every TP that fits."""
     ap, ad = cat.accelerators[sp.accelerator], cat.accelerators[sd.accelerator]
+    slots_p = {t: slots_of(t, sp) for t in POWERS if t <= sp.scaleup_domain}
+    slots_d = {t: slots_of(t, sd) for t in POWERS if t <= sd.scaleup_domain}
     out = []
-    for tp_d in (t for t in POWERS if t <= sd.scaleup_domain and slots_of(t, sd) is not None):
+    for tp_d in (t for t, slots in slots_d.items() if slots is not None):
         key = ("xdecode", m.id, ad.id, wl, tp_d, min_tps, engine)
         if key not in cache:
             cache[key] = crossdisagg.decode_half(m, ad, wl, tp_d, min_tps, engine=engine)
         dh = cache[key]
         if dh is None:
             continue
-        for tp_p in (t for t in POWERS if t <= sp.scaleup_domain and slots_of(t, sp) is not None):
+        for tp_p in (t for t, slots in slots_p.items() if slots is not None):
             kv = crossdisagg.kv_network_s(m, wl, sp, tp_p, sd, tp_d)
             key = ("xprefill", m.id, ap.id, wl, tp_p, max_ttft, kv, engine)
             if key not in cache:
                 cache[key] = crossdisagg.prefill_half(m, ap, wl, tp_p, max_ttft, kv, engine=engine)
             ph = cache[key]
             if ph is not None:
-                out.append((tp_p, slots_of(tp_p, sp), ph, tp_d, slots_of(tp_d, sd), dh))
+                out.append((tp_p, slots_p[tp_p], ph, tp_d, slots_d[tp_d], dh))
     return out
 
 
