@@ -87,13 +87,14 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                 reasons.append(("span", (f"a replica of {tp * pp} would span several {system.id} "
                                          f"({system.kind}, no scale-out fabric)")))
                 break
-            if slots is not None and found and _dominated(found, probe.Split(
+            known = None if slots is None else probe.known(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+            if slots is not None and known is None and found and _dominated(found, probe.Split(
                     tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)):
                 # dominated whatever its batch (lossless to skip); the PP rule below needs only its limit
                 if pp >= 2 and not serving.memory_limited(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine):
                     break
             elif slots is not None:
-                batch, limit, used = probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+                batch, limit, used = known or probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
                     found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
                 else:  # worded only if no split fits (_best_reason)

@@ -51,11 +51,20 @@ def most_users(m, acc, wl: serving.Workload, tp: int, pp: int, engine: str | Non
     return bound
 
 
+def known(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
+          cache: dict | None, engine: str | None):
+    """layouts()'s answer if the build has it already, else None."""
+    return cache.get(("layouts", m.id, acc.id, wl, tp, pp, min_tps, max_ttft, engine)) if cache is not None else None
+
+
 def layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
             cache: dict | None, engine: str | None):
     """(batch, limit, workload) of the better layout of one TP x PP split: plain tensor
     parallelism, or, for an MoE over more than one rank on one stage, expert parallelism with
     data-parallel attention (physics.moe) when it serves more users (or as many, faster)."""
+    key = ("layouts", m.id, acc.id, wl, tp, pp, min_tps, max_ttft, engine)
+    if cache is not None and key in cache:
+        return cache[key]
     best = (*largest(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine), wl)
     if pp == 1 and moe.applies(m, tp) and not wl.attention_dp:
         dp = dataclasses.replace(wl, attention_dp=True)
@@ -64,6 +73,8 @@ def layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_
                 estimate(m, acc, dp, tp, pp, alt[0], cache, engine).tokens_per_s_per_user >
                 estimate(m, acc, wl, tp, pp, best[0], cache, engine).tokens_per_s_per_user)):
             best = alt
+    if cache is not None:
+        cache[key] = best
     return best
 
 
