@@ -182,8 +182,8 @@ class Replica:
     """One replica's step at a fixed model, accelerator, workload, TP x PP, link, calibration and
     engine. The terms of the module docstring's t_stage that do not depend on the tokens in the
     step are computed once here; each figure is the docstring's formula, evaluated in the same
-    order whatever the caller. Answers are kept per (decodes, prompt) and per batch (`memo`: other
-    physics modules keep theirs there, e.g. ttft per batch); kept dicts are shared, read-only."""
+    order whatever the caller. Answers are kept per (decodes, prompt) and per batch (physics.ttft
+    keeps its TTFT per batch here too); kept dicts are shared, read-only."""
 
     def __init__(self, m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, link: Link | None,
                  cal: Calibration, engine: str | None):
@@ -192,11 +192,14 @@ class Replica:
         self.eng = engines.get(engine)
         self.chunk_total = self.eng.chunk_tokens(acc)
         self.ready = False  # the step's terms, on the first step asked (a memory question needs none)
+        # answers kept in dicts of numbers only, which the cyclic garbage collector never tracks
         self.reads: dict[int, float] = {}
-        self.kept: dict[tuple, tuple[dict[str, float], float]] = {}
-        self.steady: dict[tuple, tuple] = {}
+        self.times: dict[float, dict[float, float]] = {}  # decodes -> prompt -> stage time
+        self.steps: tuple[dict[int, float], dict[int, float]] = ({}, {})  # steady step, others_only
         self.tpots: dict[int, float] = {}
-        self.memo: dict = {}
+        self.ttfts: dict[int, float] = {}  # kept by physics.ttft
+        self.kept: dict[tuple, dict[str, float]] = {}  # parts, asked for estimates only
+        self.memo: dict[str, int] = {}
 
     def _setup(self) -> None:
         m, acc, wl, tp, pp, cal, link, engine = self.m, self.acc, self.wl, self.tp, self.pp, self.cal, self.link, self.engine
@@ -234,7 +237,8 @@ class Replica:
             got = self.reads[tokens_in] = got * self.uneven + self.head_reads
         return got
 
-    def _compute(self, decodes: float, prompt: float) -> tuple[dict[str, float], float]:
+    def _compute(self, decodes: float, prompt: float) -> tuple[float, float, float, float, float, float]:
+        """(t_mem, t_decode, t_prompt, t_comm, t_fixed, t_stage) of one step (module docstring)."""
         if not self.ready:
             self._setup()
         d = max(decodes, 0.0)
@@ -256,70 +260,71 @@ class Replica:
         if self.pp > 1:  # the send to the next stage
             t_comm += P2P_LATENCY_US * 1e-6 + tokens * self.m.hidden_size * ACTIVATION_BYTES / self.wire_den
         t_fixed = self.layers * (self.overhead + tokens * self.token_s)
-        p = {"memory": t_mem, "compute": t_decode, "prefill": t_prompt, "comm": t_comm, "fixed": t_fixed}
         if self.eng.prefill_first and t_decode > 0 and t_prompt > 0:
-            return p, max(t_mem, t_decode) + t_prompt + t_comm + t_fixed
-        return p, max(t_mem, t_decode + t_prompt) + t_comm + t_fixed
+            return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode) + t_prompt + t_comm + t_fixed
+        return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode + t_prompt) + t_comm + t_fixed
 
     def parts(self, decodes: float, prompt: float) -> dict[str, float]:
         """Seconds of one step of the slowest stage by component (module docstring)."""
         hit = self.kept.get((decodes, prompt))
         if hit is None:
-            hit = self.kept[(decodes, prompt)] = self._compute(decodes, prompt)
-        return hit[0]
+            t_mem, t_decode, t_prompt, t_comm, t_fixed, _ = self._compute(decodes, prompt)
+            hit = self.kept[(decodes, prompt)] = {
+                "memory": t_mem, "compute": t_decode, "prefill": t_prompt, "comm": t_comm, "fixed": t_fixed}
+        return hit
 
     def time(self, decodes: float, prompt: float) -> float:
         """stage_time of parts(decodes, prompt)."""
-        hit = self.kept.get((decodes, prompt))
-        if hit is None:
-            hit = self.kept[(decodes, prompt)] = self._compute(decodes, prompt)
-        return hit[1]
+        row = self.times.get(decodes)
+        if row is None:
+            row = self.times[decodes] = {}
+        got = row.get(prompt)
+        if got is None:
+            got = row[prompt] = self._compute(decodes, prompt)[5]
+        return got
 
     def budget(self, decodes: float) -> float:
         """prompt_budget beside `decodes` decode tokens."""
         total = self.chunk_total
         return float(total) if self.eng.prefill_first else max(total - decodes, total / 8)
 
-    def _steady(self, batch: int, others_only: bool) -> tuple:
-        """(f, the mixed step's (decodes, prompt), the pure step's, the average step time) of
-        steady_parts; f None without prompts (the step is the pure one)."""
-        key = (batch, others_only)
-        got = self.steady.get(key)
-        if got is not None:
-            return got
+    def _mix(self, batch: int, others_only: bool) -> tuple[float | None, float, float]:
+        """(f, decodes, prompt tokens of the mixed step) of steady_parts; f None without prompts."""
         pp, wl = self.pp, self.wl
         micro = batch / pp
         share = (batch - 1) / batch if others_only else 1.0
         per_step = micro * wl.input_tokens / wl.output_tokens * share
         if per_step <= 0:
-            got = self.steady[key] = (None, None, (micro, 0.0), self.time(micro, 0.0))
-            return got
+            return None, micro, 0.0
         chunk = min(self.budget(micro), clump_tokens(wl, batch, self.cal))
         tokens = max(chunk, per_step)
-        f = min(1.0, per_step / tokens)
-        step = f * self.time(micro, tokens) + (1 - f) * self.time(micro, 0.0)
-        got = self.steady[key] = (f, (micro, tokens), (micro, 0.0), step)
-        return got
+        return min(1.0, per_step / tokens), micro, tokens
 
     def steady_parts(self, batch: int, others_only: bool = False) -> dict[str, float]:
-        """steady_parts at `batch` sequences (see it); a new dict."""
-        f, mixed, pure, step = self._steady(batch, others_only)
+        """steady_parts at `batch` sequences (see it)."""
+        f, micro, tokens = self._mix(batch, others_only)
         if f is None:
-            return self.parts(*pure)
-        mixed_p, pure_p = self.parts(*mixed), self.parts(*pure)
+            return self.parts(micro, 0.0)
+        mixed_p, pure_p = self.parts(micro, tokens), self.parts(micro, 0.0)
         out = {k: f * mixed_p[k] + (1 - f) * pure_p[k] for k in pure_p}
-        out["step"] = step
+        out["step"] = self.steady_step(batch, others_only)
         return out
 
     def steady_step(self, batch: int, others_only: bool = False) -> float:
         """The average stage step of steady_parts: f x the mixed step + (1 - f) x the pure one."""
-        return self._steady(batch, others_only)[3]
+        kept = self.steps[1 if others_only else 0]
+        got = kept.get(batch)
+        if got is None:
+            f, micro, tokens = self._mix(batch, others_only)
+            got = kept[batch] = (self.time(micro, 0.0) if f is None
+                                 else f * self.time(micro, tokens) + (1 - f) * self.time(micro, 0.0))
+        return got
 
     def tpot(self, batch: int) -> float:
         """Seconds per output token at `batch` sequences: tpot_from(steady_parts(batch, others only))."""
         got = self.tpots.get(batch)
         if got is None:
-            got = self.tpots[batch] = self.pp * self._steady(batch, True)[3]
+            got = self.tpots[batch] = self.pp * self.steady_step(batch, True)
         return got
 
     @property

@@ -61,8 +61,7 @@ def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: in
 def of(r: step.Replica, batch: int = 1) -> float:
     """ttft_s of one replica (step.replica), kept per batch."""
     batch = max(1, int(batch))
-    key = ("ttft", batch)
-    got = r.memo.get(key)
+    got = r.ttfts.get(batch)
     if got is not None:
         return got
     cap = r.users_cap
@@ -72,5 +71,5 @@ def of(r: step.Replica, batch: int = 1) -> float:
         t_cap = _within(r, cap)
         cycle = t_cap + (r.wl.output_tokens - 1) * r.tpot(cap)
         got = t_cap + (batch - cap) / cap * cycle
-    r.memo[key] = got
+    r.ttfts[batch] = got
     return got
