@@ -316,6 +316,7 @@ def _layer_counts(m: Model) -> tuple[int, int]:
     return m.layers - sliding, sliding
 
 
+@per_row
 def kv_bytes_for_sequence(m: Model, kv_precision: str, tokens: int) -> float:
     """KV-cache bytes one sequence of `tokens` tokens holds, all layers, before sharding:
     e * b * (full_layers * tokens + sliding_layers * min(tokens, window)),
