@@ -202,7 +202,9 @@ class Replica:
         self.memo: dict[str, int] = {}
 
     def _setup(self) -> None:
-        m, acc, wl, tp, pp, cal, link, engine = self.m, self.acc, self.wl, self.tp, self.pp, self.cal, self.link, self.engine
+        """The terms of a stage step that do not depend on its tokens (module docstring)."""
+        m, acc, wl, tp, pp, cal = self.m, self.acc, self.wl, self.tp, self.pp, self.cal
+        link, engine = self.link, self.engine
         group = tp * pp
         self.uneven = uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
         bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
