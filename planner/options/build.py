@@ -8,7 +8,7 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 
 from __future__ import annotations
 
-import dataclasses
+import gc
 
 from planner.data import deadline
 from planner.data.catalog import Catalog, System
@@ -22,7 +22,7 @@ from planner.data.jobs import (  # noqa: F401
 )
 from planner.data.scenario import EdgeJob, Scenario
 from planner.options import disagg as disagg_options
-from planner.options import measured
+from planner.options import measured, probe
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
 from planner.options.eligibility import (
@@ -54,36 +54,6 @@ def replica_slots(replica: int, system: System) -> float | None:
     return float(replica)
 
 
-def _probe(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
-           cache: dict | None, engine: str | None = None):
-    """(largest batch, its limit, the estimate at that batch) for one TP x PP replica; the answer
-    depends only on model, accelerator, workload, split and targets, so systems sharing an
-    accelerator (an 8-GPU node and a 1-GPU instance) and jobs sharing a workload reuse it."""
-    key = (m.id, acc.id, wl, tp, pp, min_tps, max_ttft, engine)
-    if cache is not None and key in cache:
-        return cache[key]
-    batch, limit = serving.largest_batch(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine)
-    est = serving.estimate(m, acc, wl, tp, pp, batch, engine=engine) if batch >= 1 else None
-    if cache is not None:
-        cache[key] = (batch, limit, est)
-    return batch, limit, est
-
-
-def _probe_layouts(m, acc, wl: serving.Workload, tp: int, pp: int, min_tps: float, max_ttft: float | None,
-                   cache: dict | None, engine: str | None):
-    """(batch, limit, estimate, workload) of the better layout of one TP x PP split: plain tensor
-    parallelism, or, for an MoE over more than one rank on one stage, expert parallelism with
-    data-parallel attention (physics.moe) when it serves more users (or as many, faster)."""
-    best = (*_probe(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine), wl)
-    if pp == 1 and moe.applies(m, tp) and not wl.attention_dp:
-        dp = dataclasses.replace(wl, attention_dp=True)
-        alt = (*_probe(m, acc, dp, tp, pp, min_tps, max_ttft, cache, engine), dp)
-        if alt[0] >= 1 and (alt[0], alt[2].tokens_per_s_per_user) > (
-                best[0], best[2].tokens_per_s_per_user if best[2] is not None else 0.0):
-            best = alt
-    return best
-
-
 def layout_note(m, wl: serving.Workload, tp: int) -> str:
     """The basis note of a serving option laid out other than as plain tensor parallelism."""
     if not (wl.attention_dp and moe.applies(m, tp)):
@@ -107,34 +77,45 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
     max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
     found: list[ServeOption] = []
-    reasons: list[str] = []
+    reasons: list[tuple[str, object]] = []
     tp = 1
     while tp <= min(system.scaleup_domain, max_tp):
         pp = 1
         while pp <= MAX_PP and pp <= m.layers:
             slots = replica_slots(tp * pp, system)
             if slots is not None and tp * pp > system.accelerators and not scales_out(system):
-                reasons.append(f"span:a replica of {tp * pp} would span several {system.id} "
-                               f"({system.kind}, no scale-out fabric)")
+                reasons.append(("span", (f"a replica of {tp * pp} would span several {system.id} "
+                                         f"({system.kind}, no scale-out fabric)")))
                 break
-            if slots is not None:
-                batch, limit, est, used = _probe_layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+            known = None if slots is None else probe.known(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
+            if slots is not None and known is None and found and _dominated(found, probe.Split(
+                    tp, pp, tp * pp, slots, probe.most_users(m, acc, wl, tp, pp, engine), "", wl)):
+                # dominated whatever its batch (lossless to skip); the PP rule below needs only its limit
+                if pp >= 2 and not serving.memory_limited(m, acc, wl, tp, pp, min_tps, max_ttft, engine=engine):
+                    break
+            elif slots is not None:
+                batch, limit, used = known or probe.layouts(m, acc, wl, tp, pp, min_tps, max_ttft, cache, engine)
                 if batch >= 1:
-                    binding = "memory" if limit == "memory" else (
-                        "batch-cap" if limit == "batch-cap" else est.regime)
-                    found.append(ServeOption(
-                        demand, system.id, acc.id, tp, pp, tp * pp, slots, batch, est.tokens_per_s_per_user,
-                        est.ttft_ms / 1e3, est.memory_gb_per_accelerator, est.memory_gb_capacity,
-                        est.weights_gb, est.kv_gb, binding, est.regime, basis_note=layout_note(m, used, tp)))
-                else:
-                    reasons.append(_no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine))
+                    found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
+                else:  # worded only if no split fits (_best_reason)
+                    reasons.append((limit if limit in ("memory", "ttft") else "latency",
+                                    (m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine)))
                 if limit != "memory" and pp >= 2:
                     break  # more stages add memory only: per-user speed and the batch cap barely move
             pp *= 2
         tp *= 2
     if not found:
         return [], _best_reason(reasons, acc, system)
-    return _pareto(found), ""
+    out = []
+    for o in _pareto(found):  # estimated once kept: the Pareto test reads slots, users and the split only
+        est = probe.estimate(m, acc, o.workload, o.tp, o.pp, o.users_per_replica, cache, engine)
+        binding = o.limit if o.limit in ("memory", "batch-cap") else est.regime
+        out.append(ServeOption(
+            demand, system.id, acc.id, o.tp, o.pp, o.accelerators_per_replica, o.accelerator_slots,
+            o.users_per_replica, est.tokens_per_s_per_user, est.ttft_ms / 1e3, est.memory_gb_per_accelerator,
+            est.memory_gb_capacity, est.weights_gb, est.kv_gb, binding, est.regime,
+            basis_note=layout_note(m, o.workload, o.tp)))
+    return out, ""
 
 
 def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) -> str:
@@ -148,12 +129,14 @@ def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) 
             f"({est.regime}-bound), below {min_tps:g}")
 
 
-def _best_reason(reasons: list[str], acc, system: System) -> str:
-    """The most informative reason: a speed miss beats a memory miss (it fit somewhere)."""
-    for prefix in ("latency:", "ttft:", "memory:", "span:"):
-        hits = [r for r in reasons if r.startswith(prefix)]
+def _best_reason(reasons: list[tuple[str, object]], acc, system: System) -> str:
+    """The most informative reason: a speed miss beats a memory miss (it fit somewhere). `reasons`
+    holds (kind, the span's words or _no_batch_reason's arguments): only the one chosen is worded."""
+    for kind in ("latency", "ttft", "memory", "span"):
+        hits = [r for k, r in reasons if k == kind]
         if hits:
-            return hits[-1].split(":", 1)[1] + f" (on {system.id})"
+            text = "span:" + hits[-1] if kind == "span" else _no_batch_reason(*hits[-1])
+            return text.split(":", 1)[1] + f" (on {system.id})"
     return f"no tensor/pipeline split fits {system.id}"
 
 
@@ -163,16 +146,24 @@ def _pareto(found: list[ServeOption]) -> list[ServeOption]:
     (k = 1: as few slots and as many users). Any fleet using o can use k replicas of q instead on
     the same accelerators (slots tile a system), at the same power and rent, serving as many users;
     so the cheapest fleet over the kept configurations is the cheapest over all of them."""
-    def beats(q: ServeOption, o: ServeOption) -> bool:
-        k = o.accelerator_slots / q.accelerator_slots
-        if q is o or k < 1 - 1e-9 or abs(k - round(k)) > 1e-9 or round(k) * q.users_per_replica < o.users_per_replica:
-            return False
-        if round(k) > 1 or q.users_per_replica > o.users_per_replica:
-            return True
-        # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
-        return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
-    keep = [o for o in found if not any(beats(q, o) for q in found)]
+    keep = [o for o in found if not any(_beats(q, o) for q in found)]
     return sorted(keep, key=lambda o: (o.accelerator_slots, o.tp, o.pp))
+
+
+def _dominated(found: list, o) -> bool:
+    return any(_beats(q, o) for q in found)
+
+
+def _beats(q, o) -> bool:
+    """q dominates o (_pareto). A strict order (transitive): dropping an o some kept q beats
+    leaves the Pareto set as it was; and q beating o at o's most users beats it at fewer."""
+    k = o.accelerator_slots / q.accelerator_slots
+    if q is o or k < 1 - 1e-9 or abs(k - round(k)) > 1e-9 or round(k) * q.users_per_replica < o.users_per_replica:
+        return False
+    if round(k) > 1 or q.users_per_replica > o.users_per_replica:
+        return True
+    # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
+    return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
 
 
 # --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
@@ -258,7 +249,20 @@ def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[Edge
 def build(s: Scenario, cat: Catalog, reuse: Options | None = None, rebuild: frozenset[str] = frozenset()) -> Options:
     """All options for each demand over the systems with at least one offer that demand may use (allowed by
     the policy, then demand_offer_exclusion); batch configurations no such offer can host (batch_offer_exclusion)
-    are dropped with their reason; jobs not in `rebuild` are taken from `reuse` (Options.take), when given."""
+    are dropped with their reason; jobs not in `rebuild` are taken from `reuse` (Options.take), when given.
+    The cyclic garbage collector is paused meanwhile: the search keeps hundreds of thousands of small
+    answers (physics.step.Replica) that form no cycles, which its passes would only rescan (a third of
+    the build's time on 60 generated jobs); reference counting frees all else as usual."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(s, cat, reuse, rebuild)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[str]) -> Options:
     opts = Options()
     opts.offers, opts.excluded_offers = allowed_offers(s, cat)
     jobs = {j.name: j for j in s.jobs}
@@ -354,7 +358,7 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
             found = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, "", cache, engine)
             if cache is not None:
                 cache[key] = found
-        got, why = [dataclasses.replace(o, demand=d.key) for o in found[0]], found[1]
+        got, why = [_labelled(o, d.key) for o in found[0]], found[1]
         if d.pool is not None:  # a pool shares replicas of one split
             return got, why
         split = disagg_options.configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, d.key,
@@ -367,12 +371,22 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
             got = batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,
                                 d.max_hours_per_run, "")
             if cache is None:
-                return [dataclasses.replace(o, demand=d.key) for o in got[0]], got[1]
+                return [_labelled(o, d.key) for o in got[0]], got[1]
             cache[key] = got
         found, why = cache[key]
-        return [dataclasses.replace(o, demand=d.key) for o in found], why
+        return [_labelled(o, d.key) for o in found], why
     opt, why = edge_config(job, m, acc, system, d.key)
     return ([opt] if opt else []), why
+
+
+def _labelled(o, demand: str):
+    """A copy of option o for `demand`: dataclasses.replace(o, demand=demand) without re-running
+    the dataclass's __init__ (the options carry no __post_init__), as a large build asks it for
+    every option of every demand."""
+    new = object.__new__(type(o))
+    new.__dict__.update(o.__dict__)
+    new.__dict__["demand"] = demand
+    return new
 
 
 def _policy_reason(acc_id: str, cat: Catalog, opts: Options) -> str:

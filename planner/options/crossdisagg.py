@@ -58,23 +58,35 @@ def usd_per_accelerator_year(s, opts, d, system) -> float | None:
 def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
     """[(TP_p, slots_p, prefill half, TP_d, slots_d, decode half)] of one pair, every TP that fits."""
     ap, ad = cat.accelerators[sp.accelerator], cat.accelerators[sd.accelerator]
+    slots_p = {t: slots_of(t, sp) for t in POWERS if t <= sp.scaleup_domain}
+    slots_d = {t: slots_of(t, sd) for t in POWERS if t <= sd.scaleup_domain}
     out = []
-    for tp_d in (t for t in POWERS if t <= sd.scaleup_domain and slots_of(t, sd) is not None):
+    for tp_d in (t for t, slots in slots_d.items() if slots is not None):
         key = ("xdecode", m.id, ad.id, wl, tp_d, min_tps, engine)
         if key not in cache:
             cache[key] = crossdisagg.decode_half(m, ad, wl, tp_d, min_tps, engine=engine)
         dh = cache[key]
         if dh is None:
             continue
-        for tp_p in (t for t in POWERS if t <= sp.scaleup_domain and slots_of(t, sp) is not None):
+        for tp_p in (t for t, slots in slots_p.items() if slots is not None):
             kv = crossdisagg.kv_network_s(m, wl, sp, tp_p, sd, tp_d)
             key = ("xprefill", m.id, ap.id, wl, tp_p, max_ttft, kv, engine)
             if key not in cache:
                 cache[key] = crossdisagg.prefill_half(m, ap, wl, tp_p, max_ttft, kv, engine=engine)
             ph = cache[key]
             if ph is not None:
-                out.append((tp_p, slots_of(tp_p, sp), ph, tp_d, slots_of(tp_d, sd), dh))
+                out.append((tp_p, slots_p[tp_p], ph, tp_d, slots_d[tp_d], dh))
     return out
+
+
+def _linked(cat, systems: list[str], cache: dict) -> list[tuple[str, str]]:
+    """The ordered pairs of these system types whose halves may be linked (crossdisagg.linked)."""
+    key = ("xlinked", tuple(systems))
+    if key not in cache:
+        cache[key] = [(p_id, d_id) for p_id in systems for d_id in systems if crossdisagg.linked(
+            cat.systems[p_id], cat.systems[d_id], cat.accelerators[cat.systems[p_id].accelerator],
+            cat.accelerators[cat.systems[d_id].accelerator])]
+    return cache[key]
 
 
 def _pool_users(s, d, cache: dict) -> int:
@@ -118,20 +130,22 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
     alone = min((b[2] for b in base), default=math.inf)
     wl = d.workload
     pairs = []
-    for p_id in systems:
-        for d_id in systems:
-            sp, sd = cat.systems[p_id], cat.systems[d_id]
-            if price[p_id] is None or price[d_id] is None or not crossdisagg.linked(
-                    sp, sd, cat.accelerators[sp.accelerator], cat.accelerators[sd.accelerator]):
-                continue
-            for tp_p, slots_p, ph, tp_d, slots_d, dh in _halves(m, cat, wl, sp, sd, d.min_tokens_per_s,
-                                                                 d.max_ttft_s, slots_of, cache, engine):
-                per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
-                n_d = math.ceil(users / dh.users)
-                fleet = (_whole(price[d_id], n_d * slots_d, sd)
-                         + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
-                if best_single is None or (per_user < best_single[0] * (1 - 1e-9) and fleet < alone * (1 - 1e-9)):
-                    pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh))
+    for p_id, d_id in _linked(cat, systems, cache):
+        if price[p_id] is None or price[d_id] is None:
+            continue
+        sp, sd = cat.systems[p_id], cat.systems[d_id]
+        key = ("xhalves", m.id, p_id, d_id, wl, d.min_tokens_per_s, d.max_ttft_s, engine)
+        if key not in cache:  # alike for every demand of this model, workload and targets
+            cache[key] = _halves(m, cat, wl, sp, sd, d.min_tokens_per_s, d.max_ttft_s, slots_of, cache, engine)
+        for tp_p, slots_p, ph, tp_d, slots_d, dh in cache[key]:
+            per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
+            if best_single is not None and not per_user < best_single[0] * (1 - 1e-9):
+                continue  # the whole-system test below cannot change that
+            n_d = math.ceil(users / dh.users)
+            fleet = (_whole(price[d_id], n_d * slots_d, sd)
+                     + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
+            if best_single is None or fleet < alone * (1 - 1e-9):
+                pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh))
     pairs.sort(key=lambda x: x[:5])
     out = []
     for per_user, p_id, d_id, tp_p, tp_d, ph, dh in pairs[:MAX_PAIRS]:

@@ -267,9 +267,8 @@ def expected_experts_touched(experts: int, per_token: int, batch: int) -> float:
     return experts * (1.0 - (1.0 - per_token / experts) ** batch)
 
 
-@per_row
 def active_weight_bytes(m: Model, precision: str, batch: int = 1, tp: int = 1,
-                        non_expert_precision: str | None = None) -> float:
+                        non_expert_precision: str | None = None, terms: tuple | None = None) -> float:
     """Weight bytes read in one decode step of `batch` sequences, summed over the whole replica.
 
     = lm head (V*h*2; the shared matrix when tied)
@@ -278,20 +277,26 @@ def active_weight_bytes(m: Model, precision: str, batch: int = 1, tp: int = 1,
       + non-expert linear weights (attention, dense MLPs, shared experts, routers) * b(non-expert),
         plus the copies tensor parallelism replicates (see _tp_extra_copies)
       + n_moe * E*(1 - (1 - k/E)^B) * expert params * b(precision)   (routed experts touched).
-    A dense model reads all its linear weights every step.
+    A dense model reads all its linear weights every step. `terms`: active_weight_terms(m,
+    precision, tp, non_expert_precision), when the caller keeps it.
     """
     if batch < 1 or tp < 1:
         raise ValueError("batch and tp must be at least 1")
-    pc = param_counts(m)
+    non_expert, n_moe, expert, bpp = terms or active_weight_terms(m, precision, tp, non_expert_precision)
     V, h = m.vocab_size, m.hidden_size
     embed = V * h + (0 if m.tied_embeddings else min(batch, V) * h)
-    routed = _routed_expert_params(m)
-    non_expert = pc["non_embedding"] - routed + _tp_extra_copies(m, tp)
-    _, n_moe = layer_split(m)
-    touched = n_moe * expected_experts_touched(m.experts, m.experts_per_token, batch) * pc["expert_params"]
-    return (embed * EMBEDDING_BYTES_PER_PARAM
-            + non_expert * _non_expert_bpp(m, precision, non_expert_precision)
-            + touched * bytes_per_param(precision))
+    touched = n_moe * expected_experts_touched(m.experts, m.experts_per_token, batch) * expert
+    return embed * EMBEDDING_BYTES_PER_PARAM + non_expert + touched * bpp
+
+
+@per_row
+def active_weight_terms(m: Model, precision: str, tp: int = 1, non_expert_precision: str | None = None) -> tuple:
+    """The terms of active_weight_bytes the batch does not change: (non-expert bytes with the TP
+    copies, MoE layers, params of one expert, b(precision))."""
+    pc = param_counts(m)
+    non_expert = pc["non_embedding"] - _routed_expert_params(m) + _tp_extra_copies(m, tp)
+    return (non_expert * _non_expert_bpp(m, precision, non_expert_precision), layer_split(m)[1],
+            pc["expert_params"], bytes_per_param(precision))
 
 
 # ----------------------------------------------------------------------------- KV cache
@@ -311,6 +316,7 @@ def _layer_counts(m: Model) -> tuple[int, int]:
     return m.layers - sliding, sliding
 
 
+@per_row
 def kv_bytes_for_sequence(m: Model, kv_precision: str, tokens: int) -> float:
     """KV-cache bytes one sequence of `tokens` tokens holds, all layers, before sharding:
     e * b * (full_layers * tokens + sliding_layers * min(tokens, window)),

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
 from planner.data.jobs import Workload
-from planner.physics import arch, engines, serving, step
+from planner.physics import arch, serving, step, ttft
 from planner.physics.calibration import Calibration, default
 
 RHO_MAX = 0.7
@@ -58,10 +58,11 @@ class DisaggEstimate:
 
 def _decode_pool(m, acc, wl, tp, min_tps, cal, engine) -> tuple[int, float]:
     """(largest batch, its TPOT) of a decode-only replica within memory, the engine cap and min_tps."""
-    cap = min(step.max_batch_by_memory(m, acc, wl, tp, 1, cal), step.batch_cap(m, wl, tp, cal))
+    r = step.replica(m, acc, wl, tp, 1, None, cal, engine)
+    cap = r.users_cap
 
     def tpot(b: int) -> float:
-        return step.stage_time(step.parts(m, acc, wl, tp, 1, b, 0.0, None, cal, engine), engine)
+        return r.time(b, 0.0)
 
     if cap < 1 or (min_tps and 1.0 / tpot(1) < min_tps):
         return 0, 0.0
@@ -77,8 +78,9 @@ def _decode_pool(m, acc, wl, tp, min_tps, cal, engine) -> tuple[int, float]:
 def prefill_rate(m: Model, acc: Accelerator, wl: Workload, tp: int, cal: Calibration,
                  engine: str | None) -> float:
     """Prompt tokens per second one prefill replica of TP accelerators processes at full load."""
-    chunk = float(min(engines.get(engine).chunk_tokens(acc), max(wl.input_tokens, 1) * 8))
-    return chunk / step.stage_time(step.parts(m, acc, wl, tp, 1, 0.0, chunk, None, cal, engine), engine)
+    r = step.replica(m, acc, wl, tp, 1, None, cal, engine)
+    chunk = float(min(r.chunk_total, max(wl.input_tokens, 1) * 8))
+    return chunk / r.time(0.0, chunk)
 
 
 def kv_transfer_s(m: Model, acc: Accelerator, wl: Workload, cal: Calibration) -> float:
@@ -176,12 +178,14 @@ def unit(m: Model, acc: Accelerator, wl: Workload, tp_p: int, n_p: int, tp_d: in
     answer for TP_d, when the caller already has it."""
     cal = cal or default()
     b, tpot = decode or _decode_pool(m, acc, wl, tp_d, min_tokens_per_s_per_user, cal, engine)
-    if b < 1 or step.max_batch_by_memory(m, acc, wl, tp_p, 1, cal) < 1:
+    prefill = step.replica(m, acc, wl, tp_p, 1, None, cal, engine)
+    if b < 1 or prefill.max_batch < 1:
         return None
     rate = prefill_rate(m, acc, wl, tp_p, cal, engine)
+    decoder = step.replica(m, acc, wl, tp_d, 1, None, cal, engine)
 
     def tpot_at(users: int) -> float:
-        return step.stage_time(step.parts(m, acc, wl, tp_d, 1, -(-users // n_d), 0.0, None, cal, engine), engine)
+        return decoder.time(-(-users // n_d), 0.0)
 
     # a user sends a prompt every OSL x TPOT seconds; fewer users per decode replica decode faster
     # and so send prompts more often: iterate down to the users the prefill pool keeps up with
@@ -198,6 +202,6 @@ def unit(m: Model, acc: Accelerator, wl: Workload, tp_p: int, n_p: int, tp_d: in
     rho = min(RHO_MAX, users * wl.input_tokens / (wl.output_tokens * tpot_used) / (n_p * rate))
     service = wl.input_tokens / rate
     kv = kv_transfer_s(m, acc, wl, cal)
-    ttft = serving.ttft_s(m, acc, wl, tp_p, 1, cal=cal, engine=engine) + rho * service / (2 * (1 - rho)) + kv
-    return Unit(tp_p, n_p, tp_d, n_d, users, 1.0 / tpot_used, ttft, kv,
+    first = ttft.of(prefill) + rho * service / (2 * (1 - rho)) + kv
+    return Unit(tp_p, n_p, tp_d, n_d, users, 1.0 / tpot_used, first, kv,
                 "decode" if users == n_d * b else "prefill", per)

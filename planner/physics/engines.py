@@ -48,11 +48,14 @@ class Engine:
 
 def get(name: str | None) -> Engine:
     """The engine profile for `name` (None: vLLM's rules); ValueError if unknown."""
-    if name is None:
-        return Engine("default", prefill_first=False)
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
-    return Engine(name, prefill_first=name == "sglang")
+    try:
+        return _PROFILES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}") from None
+
+
+_PROFILES = {None: Engine("default", prefill_first=False),
+             **{name: Engine(name, prefill_first=name == "sglang") for name in ENGINES}}
 
 
 def overhead_factor(name: str | None, cal) -> float:

@@ -66,8 +66,7 @@ def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, link: Lin
 def tpot_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int, link: Link | None = None,
            cal: Calibration | None = None, engine: str | None = None) -> float:
     """Inter-token latency at `batch` sequences: the average step with the other clients' prompts."""
-    p = step.steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only=True)
-    return step.tpot_from(p, pp, engine)
+    return step.replica(m, acc, wl, tp, pp, link, cal, engine).tpot(batch)
 
 
 def regime_of(parts: dict[str, float]) -> str:
@@ -89,7 +88,8 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     kv_seq = kv_per_seq_per_acc(m, wl, tp, pp)
     reserve = reserve_per_acc(tp, pp, cal)
     capacity = mem_bytes_per_acc(acc)
-    max_b = max_batch_by_memory(m, acc, wl, tp, pp, cal)
+    r = step.replica(m, acc, wl, tp, pp, link, cal, engine)
+    max_b = r.max_batch
     used = weights + reserve + batch * kv_seq
     reason = ""
     if max_b < 1:
@@ -98,11 +98,10 @@ def estimate(m: Model, acc: Accelerator, wl: Workload, tp: int = 1, pp: int = 1,
     elif batch > max_b:
         reason = (f"{batch} sequences need {gib(used):.1f} GiB per accelerator; the KV cache of {acc.name} "
                   f"({gib(capacity):.1f} GiB) holds at most {max_b}")
-    user = step.steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only=True)
-    whole = step.steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine)
-    tpot = step.tpot_from(user, pp, engine)
-    loaded = ttft.ttft_s(m, acc, wl, tp, pp, batch, link, cal, engine)
-    alone = ttft.ttft_s(m, acc, wl, tp, pp, 1, link, cal, engine)
+    whole = r.steady_parts(batch)
+    tpot = r.tpot(batch)
+    loaded = ttft.of(r, batch)
+    alone = ttft.of(r, 1)
     return ServeEstimate(
         fits=not reason, reason=reason, tensor_parallel=tp, pipeline_parallel=pp, batch=batch,
         memory_gb_per_accelerator=gib(used), memory_gb_capacity=gib(capacity), weights_gb=gib(weights),
@@ -121,17 +120,17 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
     what limits it: memory, batch-cap, latency or ttft). Batch 0 means not even one fits or meets
     the targets. Step time and loaded TTFT grow with batch, so a binary search finds the edge."""
     cal = cal or default()
+    r = step.replica(m, acc, wl, tp, pp, link, cal, engine)
     engine_cap = step.batch_cap(m, wl, tp, cal)
-    cap = min(max_batch_by_memory(m, acc, wl, tp, pp, cal), engine_cap)
+    cap = r.users_cap
     if cap < 1:
         return 0, "memory"
 
     def speed_ok(b: int) -> bool:
-        return (min_tokens_per_s_per_user is None
-                or 1.0 / tpot_s(m, acc, wl, tp, pp, b, link, cal, engine) >= min_tokens_per_s_per_user)
+        return min_tokens_per_s_per_user is None or 1.0 / r.tpot(b) >= min_tokens_per_s_per_user
 
     def ttft_ok(b: int) -> bool:
-        return max_ttft_s is None or ttft.ttft_s(m, acc, wl, tp, pp, b, link, cal, engine) <= max_ttft_s
+        return max_ttft_s is None or ttft.of(r, b) <= max_ttft_s
 
     if not ttft_ok(1):
         return 0, "ttft"
@@ -144,6 +143,24 @@ def largest_batch(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if speed_ok(mid) and ttft_ok(mid) else (lo, mid)
     return lo, "latency" if not speed_ok(hi) else "ttft"
+
+
+def memory_limited(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int,
+                   min_tokens_per_s_per_user: float | None = None, max_ttft_s: float | None = None,
+                   link: Link | None = None, cal: Calibration | None = None, engine: str | None = None) -> bool:
+    """Whether largest_batch's limit is memory, without its search: no room for one sequence, or
+    one sequence and the memory cap both meet the targets and the cap is below the engine's."""
+    cal = cal or default()
+    r = step.replica(m, acc, wl, tp, pp, link, cal, engine)
+    cap = r.users_cap
+    if cap < 1:
+        return True
+
+    def ok(b: int) -> bool:
+        return ((min_tokens_per_s_per_user is None or 1.0 / r.tpot(b) >= min_tokens_per_s_per_user)
+                and (max_ttft_s is None or ttft.of(r, b) <= max_ttft_s))
+
+    return cap < step.batch_cap(m, wl, tp, cal) and ok(1) and ok(cap)
 
 
 def parallel_splits(count: int, domain: int, layers: int) -> list[tuple[int, int]]:

@@ -147,72 +147,203 @@ def stage_layers(m: Model, pp: int) -> int:
     return math.ceil(m.layers / pp)
 
 
-_PARTS: dict[tuple, tuple] = {}
-PARTS_CACHE_MAX = 200_000
-
-
 def parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: float, prompt: float,
           link: Link | None = None, cal: Calibration | None = None,
           engine: str | None = None) -> dict[str, float]:
     """Seconds of one step of the slowest stage, by component, for `decodes` decode tokens and
-    `prompt` prompt tokens in its micro-batch (see the module docstring).
-    A pure function of its arguments, asked the same question many times by the options search
-    (the batch search, the estimate at the batch found, jobs sharing a workload at other speed
-    targets): answers are kept per (row objects by identity, the other arguments by value); the
+    `prompt` prompt tokens in its micro-batch (see the module docstring); Replica.parts. The
     returned dict is shared, so callers must not change it."""
+    return replica(m, acc, wl, tp, pp, link, cal, engine).parts(decodes, prompt)
+
+
+REPLICAS_MAX = 20_000
+_REPLICAS: dict[tuple, tuple] = {}
+
+
+def replica(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, link: Link | None = None,
+            cal: Calibration | None = None, engine: str | None = None) -> Replica:
+    """The step model of one replica, kept per (m, acc, cal) by identity (each held beside it, so
+    that an id is never reused for another row) and the other arguments by value: the options
+    search asks the same replica hundreds of times (the batch search, the estimate at the batch
+    found, jobs sharing a workload at other speed targets, systems sharing an accelerator)."""
     cal = cal or default()
-    return _kept(_PARTS, m, acc, cal, (wl, tp, pp, decodes, prompt, link, engine),
-                 lambda: _parts(m, acc, wl, tp, pp, decodes, prompt, link, cal, engine))
-
-
-def _kept(store: dict, m: Model, acc: Accelerator, cal: Calibration, rest: tuple, compute):
-    """compute(), kept in `store` per (m, acc, cal) by identity (each held beside its answer, so
-    that an id is never reused for another row) and the other arguments `rest` by value."""
-    key = (id(m), id(acc), id(cal), *rest)
-    hit = store.get(key)
+    key = (id(m), id(acc), id(cal), wl, tp, pp, link, engine)
+    hit = _REPLICAS.get(key)
     if hit is not None and hit[0] is m and hit[1] is acc and hit[2] is cal:
         return hit[3]
-    if len(store) >= PARTS_CACHE_MAX:
-        store.clear()
-    out = compute()
-    store[key] = (m, acc, cal, out)
-    return out
+    if len(_REPLICAS) >= REPLICAS_MAX:
+        _REPLICAS.clear()
+    r = Replica(m, acc, wl, tp, pp, link, cal, engine)
+    _REPLICAS[key] = (m, acc, cal, r)
+    return r
 
 
-def _parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, decodes: float, prompt: float,
-           link: Link | None, cal: Calibration, engine: str | None) -> dict[str, float]:
-    link = link or Link.of(acc)
-    group = tp * pp
-    uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
-    bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
-    d = max(decodes, 0.0)
-    dp = dp_layout(m, wl, tp)
-    tokens_in = max(1, round(d + prompt))
-    weight_read = (moe.step_weight_read(m, wl.precision, tokens_in, tp) if dp
-                   else arch.active_weight_bytes(m, wl.precision, batch=tokens_in, tp=tp))
-    weight_read = weight_read * uneven + ((pp - 1) * _lm_head_bytes(m) if pp > 1 else 0.0)
-    # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas (none under DP attention)
-    kv_read = d * arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context))
-    kv_read *= 1.0 if dp else tp / arch.kv_shards(m, tp)
-    t_mem = (weight_read + kv_read * uneven) / (group * bw)
-    peak = achievable_flops(acc, wl.precision)
-    flops_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context)
-    t_decode = uneven * flops_tok * d / (group * cal.decode_mfu * peak)
-    prefill_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.input_tokens / 2)
-    t_prompt = uneven * prompt * prefill_tok / (group * cal.prefill_mfu * peak)
-    layers = stage_layers(m, pp)
-    tokens = d + prompt
-    t_comm = 0.0
-    if dp:
-        t_comm = moe.all_to_all_s(m, tokens, tp, layers, link.gbps, cal.link_efficiency, cal.allreduce_latency_us)
-    elif tp > 1:
-        per_token = 2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB)
-        t_comm = 2 * layers * cal.allreduce_latency_us * 1e-6 + tokens * per_token
-    if pp > 1:  # the send to the next stage
-        t_comm += P2P_LATENCY_US * 1e-6 + tokens * m.hidden_size * ACTIVATION_BYTES / (cal.link_efficiency * link.gbps * GB)
-    overhead = cal.layer_overhead_us * 1e-6 * engines.overhead_factor(engine, cal)
-    t_fixed = layers * (overhead + tokens * token_seconds_per_layer(m, tp, cal))
-    return {"memory": t_mem, "compute": t_decode, "prefill": t_prompt, "comm": t_comm, "fixed": t_fixed}
+class Replica:
+    """One replica's step at a fixed model, accelerator, workload, TP x PP, link, calibration and
+    engine. The terms of the module docstring's t_stage that do not depend on the tokens in the
+    step are computed once here; each figure is the docstring's formula, evaluated in the same
+    order whatever the caller. Answers are kept per (decodes, prompt) and per batch (physics.ttft
+    keeps its TTFT per batch here too); kept dicts are shared, read-only."""
+
+    def __init__(self, m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, link: Link | None,
+                 cal: Calibration, engine: str | None):
+        self.m, self.acc, self.wl, self.tp, self.pp, self.cal, self.engine = m, acc, wl, tp, pp, cal, engine
+        self.link = link or Link.of(acc)
+        self.eng = engines.get(engine)
+        self.chunk_total = self.eng.chunk_tokens(acc)
+        self.ready = False  # the step's terms, on the first step asked (a memory question needs none)
+        # answers kept in dicts of numbers only, which the cyclic garbage collector never tracks
+        self.reads: dict[int, float] = {}
+        self.times: dict[float, dict[float, float]] = {}  # decodes -> prompt -> stage time
+        self.steps: tuple[dict[int, float], dict[int, float]] = ({}, {})  # steady step, others_only
+        self.tpots: dict[int, float] = {}
+        self.ttfts: dict[int, float] = {}  # kept by physics.ttft
+        self.kept: dict[tuple, dict[str, float]] = {}  # parts, asked for estimates only
+        self.memo: dict[str, int] = {}
+
+    def _setup(self) -> None:
+        """The terms of a stage step that do not depend on its tokens (module docstring)."""
+        m, acc, wl, tp, pp, cal = self.m, self.acc, self.wl, self.tp, self.pp, self.cal
+        link, engine = self.link, self.engine
+        group = tp * pp
+        self.uneven = uneven = stage_layers(m, pp) * pp / m.layers  # the slowest stage's share over 1/PP
+        bw = acc.mem_bw_tbps * 1e12 * cal.eta_bw
+        self.dp = dp = dp_layout(m, wl, tp)
+        self.head_reads = (pp - 1) * _lm_head_bytes(m) if pp > 1 else 0.0
+        # each TP rank reads its KV shard; ranks beyond the KV heads hold replicas (none under DP attention)
+        self.kv_seq = arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context))
+        self.kv_copies = 1.0 if dp else tp / arch.kv_shards(m, tp)
+        self.mem_den = group * bw
+        peak = achievable_flops(acc, wl.precision)
+        self.decode_num = uneven * (arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context))
+        self.decode_den = group * cal.decode_mfu * peak
+        self.prefill_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.input_tokens / 2)
+        self.prompt_den = group * cal.prefill_mfu * peak
+        self.layers = layers = stage_layers(m, pp)
+        self.wire_den = cal.link_efficiency * link.gbps * GB
+        if not dp and tp > 1:
+            self.tp_latency = 2 * layers * cal.allreduce_latency_us * 1e-6
+            self.tp_per_token = 2 * layers * 2 * (tp - 1) / tp * m.hidden_size * ACTIVATION_BYTES / self.wire_den
+        self.overhead = cal.layer_overhead_us * 1e-6 * engines.overhead_factor(engine, cal)
+        self.token_s = token_seconds_per_layer(m, tp, cal)
+        self.terms = None if dp else arch.active_weight_terms(m, wl.precision, tp)
+        self.ready = True
+
+    def weight_read(self, tokens_in: int) -> float:
+        """Weight bytes the slowest stage's step reads for `tokens_in` tokens, the lm head at each hop."""
+        got = self.reads.get(tokens_in)
+        if got is None:
+            m, wl, tp = self.m, self.wl, self.tp
+            got = (moe.step_weight_read(m, wl.precision, tokens_in, tp) if self.dp
+                   else arch.active_weight_bytes(m, wl.precision, tokens_in, tp, None, self.terms))
+            got = self.reads[tokens_in] = got * self.uneven + self.head_reads
+        return got
+
+    def _compute(self, decodes: float, prompt: float) -> tuple[float, float, float, float, float, float]:
+        """(t_mem, t_decode, t_prompt, t_comm, t_fixed, t_stage) of one step (module docstring)."""
+        if not self.ready:
+            self._setup()
+        d = max(decodes, 0.0)
+        tokens_in = max(1, round(d + prompt))
+        read = self.reads.get(tokens_in)
+        if read is None:
+            read = self.weight_read(tokens_in)
+        t_mem = (read + d * self.kv_seq * self.kv_copies * self.uneven) / self.mem_den
+        t_decode = self.decode_num * d / self.decode_den
+        t_prompt = self.uneven * prompt * self.prefill_tok / self.prompt_den
+        tokens = d + prompt
+        t_comm = 0.0
+        if self.dp:
+            cal = self.cal
+            t_comm = moe.all_to_all_s(self.m, tokens, self.tp, self.layers, self.link.gbps, cal.link_efficiency,
+                                      cal.allreduce_latency_us)
+        elif self.tp > 1:
+            t_comm = self.tp_latency + tokens * self.tp_per_token
+        if self.pp > 1:  # the send to the next stage
+            t_comm += P2P_LATENCY_US * 1e-6 + tokens * self.m.hidden_size * ACTIVATION_BYTES / self.wire_den
+        t_fixed = self.layers * (self.overhead + tokens * self.token_s)
+        if self.eng.prefill_first and t_decode > 0 and t_prompt > 0:
+            return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode) + t_prompt + t_comm + t_fixed
+        return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode + t_prompt) + t_comm + t_fixed
+
+    def parts(self, decodes: float, prompt: float) -> dict[str, float]:
+        """Seconds of one step of the slowest stage by component (module docstring)."""
+        hit = self.kept.get((decodes, prompt))
+        if hit is None:
+            t_mem, t_decode, t_prompt, t_comm, t_fixed, _ = self._compute(decodes, prompt)
+            hit = self.kept[(decodes, prompt)] = {
+                "memory": t_mem, "compute": t_decode, "prefill": t_prompt, "comm": t_comm, "fixed": t_fixed}
+        return hit
+
+    def time(self, decodes: float, prompt: float) -> float:
+        """stage_time of parts(decodes, prompt)."""
+        row = self.times.get(decodes)
+        if row is None:
+            row = self.times[decodes] = {}
+        got = row.get(prompt)
+        if got is None:
+            got = row[prompt] = self._compute(decodes, prompt)[5]
+        return got
+
+    def budget(self, decodes: float) -> float:
+        """prompt_budget beside `decodes` decode tokens."""
+        total = self.chunk_total
+        return float(total) if self.eng.prefill_first else max(total - decodes, total / 8)
+
+    def _mix(self, batch: int, others_only: bool) -> tuple[float | None, float, float]:
+        """(f, decodes, prompt tokens of the mixed step) of steady_parts; f None without prompts."""
+        pp, wl = self.pp, self.wl
+        micro = batch / pp
+        share = (batch - 1) / batch if others_only else 1.0
+        per_step = micro * wl.input_tokens / wl.output_tokens * share
+        if per_step <= 0:
+            return None, micro, 0.0
+        chunk = min(self.budget(micro), clump_tokens(wl, batch, self.cal))
+        tokens = max(chunk, per_step)
+        return min(1.0, per_step / tokens), micro, tokens
+
+    def steady_parts(self, batch: int, others_only: bool = False) -> dict[str, float]:
+        """steady_parts at `batch` sequences (see it)."""
+        f, micro, tokens = self._mix(batch, others_only)
+        if f is None:
+            return self.parts(micro, 0.0)
+        mixed_p, pure_p = self.parts(micro, tokens), self.parts(micro, 0.0)
+        out = {k: f * mixed_p[k] + (1 - f) * pure_p[k] for k in pure_p}
+        out["step"] = self.steady_step(batch, others_only)
+        return out
+
+    def steady_step(self, batch: int, others_only: bool = False) -> float:
+        """The average stage step of steady_parts: f x the mixed step + (1 - f) x the pure one."""
+        kept = self.steps[1 if others_only else 0]
+        got = kept.get(batch)
+        if got is None:
+            f, micro, tokens = self._mix(batch, others_only)
+            got = kept[batch] = (self.time(micro, 0.0) if f is None
+                                 else f * self.time(micro, tokens) + (1 - f) * self.time(micro, 0.0))
+        return got
+
+    def tpot(self, batch: int) -> float:
+        """Seconds per output token at `batch` sequences: tpot_from(steady_parts(batch, others only))."""
+        got = self.tpots.get(batch)
+        if got is None:
+            got = self.tpots[batch] = self.pp * self.steady_step(batch, True)
+        return got
+
+    @property
+    def users_cap(self) -> int:
+        """The most sequences it may hold: min(max_batch_by_memory, batch_cap)."""
+        got = self.memo.get("users_cap")
+        if got is None:
+            got = self.memo["users_cap"] = min(self.max_batch, batch_cap(self.m, self.wl, self.tp, self.cal))
+        return got
+
+    @property
+    def max_batch(self) -> int:
+        """max_batch_by_memory of this replica."""
+        got = self.memo.get("max_batch")
+        if got is None:
+            got = self.memo["max_batch"] = max_batch_by_memory(self.m, self.acc, self.wl, self.tp, self.pp, self.cal)
+        return got
 
 
 def stage_time(p: dict[str, float], engine: str | None = None) -> float:
@@ -255,33 +386,10 @@ def steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, bat
     request is replaced by a new prompt, so batch x s_in / s_out prompt tokens arrive per step
     (the other clients' only, with `others_only`: a request's own prefill is its TTFT, not part
     of its inter-token latency). They come in chunks of up to the engine's budget: a fraction f
-    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts.
-    Kept like parts (the batch search asks it again for each speed target of a workload); the
-    returned dict is shared, so callers must not change it."""
-    cal = cal or default()
-    return _kept(_STEADY, m, acc, cal, (wl, tp, pp, batch, link, engine, others_only),
-                 lambda: _steady_parts(m, acc, wl, tp, pp, batch, link, cal, engine, others_only))
-
-
-_STEADY: dict[tuple, tuple] = {}
-
-
-def _steady_parts(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
-                  link: Link | None, cal: Calibration, engine: str | None, others_only: bool) -> dict[str, float]:
-    micro = batch / pp
-    share = (batch - 1) / batch if others_only else 1.0
-    per_step = micro * wl.input_tokens / wl.output_tokens * share
-    pure = parts(m, acc, wl, tp, pp, micro, 0.0, link, cal, engine)
-    if per_step <= 0:
-        return pure
-    chunk = min(prompt_budget(acc, micro, engine), clump_tokens(wl, batch, cal))
-    tokens = max(chunk, per_step)
-    f = min(1.0, per_step / tokens)
-    mixed = parts(m, acc, wl, tp, pp, micro, tokens, link, cal, engine)
-    t_mixed, t_pure = stage_time(mixed, engine), stage_time(pure, engine)
-    out = {k: f * mixed[k] + (1 - f) * pure[k] for k in pure}
-    out["step"] = f * t_mixed + (1 - f) * t_pure
-    return out
+    of steps carries a chunk, the rest are pure decode steps. Returns the f-weighted parts, and
+    their average step time as "step" (Replica.steady_step, all the batch search needs). Callers
+    must not change the returned dict (without prompts it is the shared pure step's)."""
+    return replica(m, acc, wl, tp, pp, link, cal, engine).steady_parts(batch, others_only)
 
 
 def tpot_from(p: dict[str, float], pp: int, engine: str | None = None) -> float:

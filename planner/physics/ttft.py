@@ -31,36 +31,45 @@ from __future__ import annotations
 
 from planner.data.catalog import Accelerator, Model
 from planner.data.jobs import Workload
-from planner.physics import engines, step
-from planner.physics.calibration import Calibration, default
+from planner.physics import step
+from planner.physics.calibration import Calibration
 
 
-def _within(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int,
-            link, cal: Calibration, engine: str | None) -> float:
+def _within(r: step.Replica, batch: int) -> float:
+    wl, pp = r.wl, r.pp
     others = (batch - 1) / pp
     ahead = float(wl.input_tokens)
-    budget = step.prompt_budget(acc, others, engine)
+    budget = r.budget(others)
     n = max(1.0, ahead / budget)
     chunk = min(budget, ahead)
-    beside = 0.0 if engines.get(engine).prefill_first else others  # SGLang: a pass of its own
-    mixed = step.stage_time(step.parts(m, acc, wl, tp, pp, beside, chunk, link, cal, engine), engine)
+    beside = 0.0 if r.eng.prefill_first else others  # SGLang: a pass of its own
+    mixed = r.time(beside, chunk)
     wait = 0.0
     if batch > 1:
-        pure = step.stage_time(step.parts(m, acc, wl, tp, pp, batch / pp, 0.0, link, cal, engine), engine)
+        pure = r.time(batch / pp, 0.0)
         wait = 0.5 * (batch - 1) / batch * pp * pure
-    return step.admission_wait_s(wl, batch, cal) + wait + (n + pp - 1) * mixed
+    return step.admission_wait_s(wl, batch, r.cal) + wait + (n + pp - 1) * mixed
 
 
 def ttft_s(m: Model, acc: Accelerator, wl: Workload, tp: int, pp: int, batch: int = 1,
            link=None, cal: Calibration | None = None, engine: str | None = None) -> float:
     """Mean seconds to the first token in a closed loop of `batch` clients on one replica (see
     the module docstring); batch 1 is one prompt on an idle replica."""
-    cal = cal or default()
+    return of(step.replica(m, acc, wl, tp, pp, link, cal, engine), batch)
+
+
+def of(r: step.Replica, batch: int = 1) -> float:
+    """ttft_s of one replica (step.replica), kept per batch."""
     batch = max(1, int(batch))
-    cap = min(step.max_batch_by_memory(m, acc, wl, tp, pp, cal), step.batch_cap(m, wl, tp, cal))
+    got = r.ttfts.get(batch)
+    if got is not None:
+        return got
+    cap = r.users_cap
     if cap < 1 or batch <= cap:
-        return _within(m, acc, wl, tp, pp, batch, link, cal, engine)
-    t_cap = _within(m, acc, wl, tp, pp, cap, link, cal, engine)
-    tpot = step.tpot_from(step.steady_parts(m, acc, wl, tp, pp, cap, link, cal, engine, True), pp, engine)
-    cycle = t_cap + (wl.output_tokens - 1) * tpot
-    return t_cap + (batch - cap) / cap * cycle
+        got = _within(r, batch)
+    else:
+        t_cap = _within(r, cap)
+        cycle = t_cap + (r.wl.output_tokens - 1) * r.tpot(cap)
+        got = t_cap + (batch - cap) / cap * cycle
+    r.ttfts[batch] = got
+    return got
