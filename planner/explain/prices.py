@@ -22,11 +22,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import pulp
-
 from planner.milp import fleet
 from planner.milp.fleet import FleetModel
-from planner.milp.registry import TIE_BREAK_USD
+from planner.milp.registry import TIE_BREAK_USD, room
 from planner.milp.solve import SolveResult, solve
 
 FIXED_STORES = ("p", "k", "b", "u", "e", "z")
@@ -62,23 +60,6 @@ def fixed(fm: FleetModel, values: dict[tuple, float]):
     finally:
         for v, lo, up in saved:
             v.lowBound, v.upBound = lo, up
-
-
-def row_value(c, values: dict | None = None) -> float:
-    """lhs - rhs of a row, at the current variable values or at `values` (by variable name)."""
-    if values is None:
-        return c.value()
-    return sum(coef * values.get(v.name, 0.0) for v, coef in c.expr.items()) + c.constant
-
-
-def room(c, values: dict | None = None) -> float:
-    """How far a row is from binding (>= 0 when satisfied), from its sense, not from .slack."""
-    val = row_value(c, values) or 0.0
-    if c.sense == pulp.LpConstraintLE:
-        return -val
-    if c.sense == pulp.LpConstraintGE:
-        return val
-    return -abs(val)
 
 
 def is_tight(c, values: dict | None = None) -> bool:

@@ -94,4 +94,21 @@ class Registry:
         return self.catalog.systems[self.options.offers[oid].system]
 
 
+def row_value(c, values: dict | None = None) -> float:
+    """lhs - rhs of a row, at the current variable values or at `values` (by variable name)."""
+    if values is None:
+        return c.value()
+    return sum(coef * values.get(v.name, 0.0) for v, coef in c.expr.items()) + c.constant
+
+
+def room(c, values: dict | None = None) -> float:
+    """How far a row is from binding (>= 0 when satisfied), from its sense, not from .slack."""
+    val = row_value(c, values) or 0.0
+    if c.sense == pulp.LpConstraintLE:
+        return -val
+    if c.sense == pulp.LpConstraintGE:
+        return val
+    return -abs(val)
+
+
 ELASTIC_PENALTY = {"budget": 1e3, "capex": 1e3, "opex": 1e3, "power": 1e7}

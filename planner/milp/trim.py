@@ -26,6 +26,8 @@ import math
 
 import pulp
 
+from planner.milp.registry import room
+
 EPS = 1e-6
 
 
@@ -39,22 +41,15 @@ def _rows_of(fm, names: set[str]) -> dict[str, list]:
     return out
 
 
-def _value(c, values: dict[str, float]) -> float:
-    return sum(a * values.get(v.name, 0.0) for v, a in c.expr.items()) + c.constant
-
-
 def _drop(v, rows: list, values: dict[str, float]) -> int:
     """The most v's value can be lowered with every row in `rows` still satisfied."""
     most = math.inf
     for c in rows:
         a = c.expr.get(v, 0.0)
-        val = _value(c, values)
-        if c.sense == pulp.LpConstraintLE and a < 0:
-            most = min(most, -val / -a)
-        elif c.sense == pulp.LpConstraintGE and a > 0:
-            most = min(most, val / a)
-        elif c.sense == pulp.LpConstraintEQ and a:
+        if c.sense == pulp.LpConstraintEQ and a:
             return 0
+        if (c.sense == pulp.LpConstraintLE and a < 0) or (c.sense == pulp.LpConstraintGE and a > 0):
+            most = min(most, room(c, values) / abs(a))
     return math.floor(max(most, 0.0) + EPS) if most != math.inf else 10**9
 
 
