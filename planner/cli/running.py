@@ -83,10 +83,13 @@ def render(plan: dict, req: RunRequest) -> str:
 
 
 def _warnings(plan: dict) -> None:
+    from planner.app.planning import CUTS  # (loaded by the planning that made the plan)
+
     cut = list(plan["solver"].get("cut_short") or ())
-    if plan["status"] != "optimal":  # one warning, not two, when the time limit ended the search
-        search = [w for w in cut if w.startswith("the MILP search")]
-        cut = [w for w in cut if w not in search]
+    search = CUTS["solve"] in cut and plan["status"] != "optimal"
+    if search:  # one warning, not two, when the time limit ended the search
+        cut.remove(CUTS["solve"])
+    if plan["status"] != "optimal":
         gap = plan["solver"].get("gap")
         typer.echo(("warning: the time limit cut short the MILP search: " if search else "warning: ")
                    + "the plan is feasible but not proven optimal"
