@@ -233,3 +233,44 @@ def test_an_incumbent_with_idle_systems_is_trimmed_before_it_is_read():
     plan = read_plan(s, fm, again)
     assert sum(j["cost_usd_per_year"] for j in plan["jobs"]) == pytest.approx(plan["total_cost_usd_per_year"], abs=0.05)
     assert verify(plan, s, cat).ok
+
+
+def test_cbc_branches_on_the_spares_first(tmp_path, monkeypatch):
+    """CBC is told to branch on the N+1 spares first (solve.BRANCH_FIRST): a priorities file that
+    names every spare as PuLP writes it into CBC's MPS file, on the command line of the CBC build
+    that reads it; the plan is the same optimum. A CBC named by PLANNER_CBC (a build of unknown
+    commands) gets none."""
+    import os
+
+    from planner.app.planning import solve_scenario
+    from planner.milp import solve as solving
+
+    jobs, policy = N1_CASES["three-jobs-mixed-hours"]
+    s = scenario(jobs, policy)
+    seen: list[tuple[list[str], list[str]]] = []
+    original = solving._branch_first
+
+    def spy(fm, solver, name):
+        path = original(fm, solver, name)
+        lines = open(path).read().split() if path else []
+        seen.append(([o for o in solver.options if o.split()[0] in ("readPriorities", "priorityIn")], lines))
+        return path
+
+    monkeypatch.setattr(solving, "_branch_first", spy)
+    _, _, fm, res = solve_scenario(s)
+    assert res.status == "optimal" and fm.u
+    options, lines = seen[0]
+    assert len(options) == 1 and not os.path.exists(options[0].split()[1])  # removed after the solve
+    _, mps_names, _, _ = fm.prob.writeMPS(str(tmp_path / "m.mps"), rename=1)
+    assert lines[0] == "name,priority"
+    assert sorted(lines[1:]) == sorted(f"{mps_names[v.name]},1" for v in fm.u.values())
+    assert make_plan(s, explain=False)["total_cost_usd_per_year"] == pytest.approx(
+        n_plus_1_brute_force(s), rel=1e-6, abs=0.01)
+
+    if solving._cbcbox_path():
+        own = tmp_path / "cbc"
+        own.symlink_to(solving._cbcbox_path())
+        monkeypatch.setenv("PLANNER_CBC", str(own))
+        seen.clear()
+        _, _, fm, res = solve_scenario(s)
+        assert res.status == "optimal" and seen[0] == ([], [])
