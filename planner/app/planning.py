@@ -15,7 +15,9 @@ from planner.explain.diagnosis import (
     no_option_diagnosis,
     unplaceable,
 )
+from planner.explain import narrative
 from planner.explain.narrative import explain_plan, explain_years
+from planner.explain.replan import OWN_TIME
 from planner.milp import fleet as model
 from planner.milp import prune
 from planner.milp.readout import read_plan, trimmed
@@ -135,10 +137,17 @@ def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: fl
 
 
 def with_cuts(plan: dict) -> dict:
-    """The plan with what the wall-clock budget cut short (solver.cut_short; absent when nothing)."""
-    cuts = deadline.cuts()
+    """The plan with what the wall-clock budget cut short (solver.cut_short; absent when nothing),
+    and solver.explanations_stopped when the explanations' own share of time (as long as the plan's
+    search, narrative.milp_budget), not the time limit, left re-planned alternatives out."""
+    cuts = [c for c in deadline.cuts() if c != OWN_TIME]
     if cuts:
         plan["solver"]["cut_short"] = [CUTS.get(c, c) for c in cuts]
+    if OWN_TIME in deadline.cuts():
+        plan["solver"]["explanations_stopped"] = (
+            "the re-planned alternatives had as long as the plan's own search took (at least "
+            f"{narrative.EXPLAIN_FLOOR_S:g} s); those not finished in that time show the LP relaxation's "
+            "bound or the best fleet found so far")
     return plan
 
 

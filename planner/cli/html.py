@@ -154,6 +154,8 @@ def plan_html(plan: dict) -> str:
                 f'{s["constraints"]} constraints). Prices are dated catalog figures: put your own quotes in.</p>')
     if s.get("cut_short"):
         body.append(f'<p class="muted">Cut short by the time limit: {_e("; ".join(s["cut_short"]))}.</p>')
+    if s.get("explanations_stopped"):
+        body.append(f'<p class="muted">Explanations: {_e(s["explanations_stopped"])}.</p>')
     return _page(f"Hardware plan: {plan['scenario']}", body)
 
 

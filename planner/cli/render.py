@@ -136,6 +136,8 @@ def plan_text(plan: dict, width: int | None = None) -> str:
                  f"{s['constraints']} constraints{gap}).")
     if s.get("cut_short"):
         lines.append("Cut short by the time limit: " + "; ".join(s["cut_short"]) + ".")
+    if s.get("explanations_stopped"):
+        lines.append("Explanations: " + s["explanations_stopped"] + ".")
     if width:
         lines = [part for line in "\n".join(lines).split("\n") for part in
                  (wrap(line, width) if not _is_table_line(line) else [line])]
@@ -168,6 +170,8 @@ def plan_markdown(plan: dict) -> str:
     lines += _explanation_lines(plan, True)
     if plan["solver"].get("cut_short"):
         lines += ["", "**Cut short by the time limit:** " + "; ".join(plan["solver"]["cut_short"]) + "."]
+    if plan["solver"].get("explanations_stopped"):
+        lines += ["", "**Explanations:** " + plan["solver"]["explanations_stopped"] + "."]
     return "\n".join(lines).rstrip() + "\n"
 
 

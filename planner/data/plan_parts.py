@@ -286,3 +286,7 @@ class SolverInfo(Part):
     cut_short: list[str] = absent("what the command's wall-clock budget (--time-limit, else solver.time_limit_s) "
                                   "cut short, in order: the MILP search, the full model's LP bound, the "
                                   "explanations; absent when nothing was (the plan then depends on work done only)")
+    explanations_stopped: str = absent("the re-planned alternatives' own time (as long as the plan's search took, "
+                                       "at least 5 s; not the time limit) ran out before all were solved: those left "
+                                       "show an LP bound or the best fleet found so far. Wall-clock dependent, like "
+                                       "cut_short; absent when every alternative finished")

@@ -39,6 +39,9 @@ MAX_WORKERS = 4
 MAX_NODES = 300  # branch-and-bound nodes per explanation MILP: a work bound, so answers are reproducible
 VARIANT_GAP = 0.01  # an alternative is priced within 1% (its status says whether that was proven)
 VARIANT_TIME_LIMIT_S = 20.0  # a safety net only: a variant it stops is reported as cut short
+OWN_TIME = "explanations-share"
+"""what data.deadline records when the explanations' own share of time (narrative.milp_budget), not
+the command's time limit, stopped a variant: the plan says so apart from what the time limit cut"""
 
 
 @dataclass
@@ -231,7 +234,7 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
                 left = min(deadline.left(), VARIANT_TIME_LIMIT_S, time_limit_s,
                            stop - time.monotonic() if stop is not None else VARIANT_TIME_LIMIT_S)
                 if left <= 0:  # the command's or the explanations' time: the rest are left out, said cut short
-                    deadline.cut("explanations")
+                    deadline.cut("explanations" if deadline.left() <= 0 else OWN_TIME)
                     if deadline.left() > 0:  # (the command's own limit leaves them out, as every step it cuts)
                         for v in _in(todo):
                             out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
@@ -248,7 +251,7 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
             res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
             if stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
                     and res.status != "optimal":
-                deadline.cut("explanations")  # the explanations' share of the time, not the search, ended it
+                deadline.cut(OWN_TIME)  # the explanations' share of the time, not the search, ended it
             result = {**outcome(fm, res), "basis": "milp", "note": v.note}
             with lock:
                 out[v.key] = result

@@ -224,7 +224,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
                              "(budget, site power, availability or N+1), not even the LP relaxation")
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
-            why = ("the explanations' share of the time limit ran out first" if skipped
+            why = ("the explanations' time ran out first" if skipped
                    else "as cheaper alternatives were")
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
                        reason=f"the cheapest plan {note} costs at least {_usd(bounds[acc])}/yr (+{_usd(delta)} "
@@ -267,7 +267,7 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
                 "message": f"the next-best fleet without {', '.join(systems)} was not re-planned: the "
-                           f"explanations' share of the time limit ran out {ran} (raise --time-limit to see it)"}
+                           f"explanations' time ran out {ran}"}
     if got["status"] not in ("optimal", "feasible"):
         return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
                 "excluded_systems": systems,
