@@ -235,11 +235,11 @@ def test_an_incumbent_with_idle_systems_is_trimmed_before_it_is_read():
     assert verify(plan, s, cat).ok
 
 
-def test_cbc_branches_on_the_spares_first(tmp_path, monkeypatch):
-    """CBC is told to branch on the N+1 spares first (solve.BRANCH_FIRST): a priorities file that
-    names every spare as PuLP writes it into CBC's MPS file, on the command line of the CBC build
-    that reads it; the plan is the same optimum. A CBC named by PLANNER_CBC (a build of unknown
-    commands) gets none."""
+def test_cbc_searches_a_spare_bearing_model_its_own_way(tmp_path, monkeypatch):
+    """An N+1 model gets solve.SPARE_CUTS and a priorities file that names every spare as PuLP writes
+    it into CBC's MPS file (solve.BRANCH_FIRST), on the command line of the CBC build that reads it;
+    the plan is the same optimum as enumeration finds. A CBC named by PLANNER_CBC (a build of unknown
+    commands) gets the cuts but no priorities; a model without spares gets neither."""
     import os
 
     from planner.app.planning import solve_scenario
@@ -248,24 +248,31 @@ def test_cbc_branches_on_the_spares_first(tmp_path, monkeypatch):
     jobs, policy = N1_CASES["three-jobs-mixed-hours"]
     s = scenario(jobs, policy)
     seen: list[tuple[list[str], list[str]]] = []
-    original = solving._branch_first
+    original = solving._spare_search
 
     def spy(fm, solver, name):
         path = original(fm, solver, name)
         lines = open(path).read().split() if path else []
-        seen.append(([o for o in solver.options if o.split()[0] in ("readPriorities", "priorityIn")], lines))
+        seen.append((list(solver.options), lines))
         return path
 
-    monkeypatch.setattr(solving, "_branch_first", spy)
+    monkeypatch.setattr(solving, "_spare_search", spy)
     _, _, fm, res = solve_scenario(s)
     assert res.status == "optimal" and fm.u
     options, lines = seen[0]
-    assert len(options) == 1 and not os.path.exists(options[0].split()[1])  # removed after the solve
+    assert set(solving.SPARE_CUTS) <= set(options)
+    given = [o for o in options if o.split()[0] in ("readPriorities", "priorityIn")]
+    assert len(given) == 1 and not os.path.exists(given[0].split()[1])  # removed after the solve
     _, mps_names, _, _ = fm.prob.writeMPS(str(tmp_path / "m.mps"), rename=1)
     assert lines[0] == "name,priority"
     assert sorted(lines[1:]) == sorted(f"{mps_names[v.name]},1" for v in fm.u.values())
     assert make_plan(s, explain=False)["total_cost_usd_per_year"] == pytest.approx(
         n_plus_1_brute_force(s), rel=1e-6, abs=0.01)
+
+    seen.clear()
+    _, _, fm, res = solve_scenario(scenario(jobs, {**policy, "redundancy": "none"}))
+    assert res.status == "optimal" and not fm.u
+    assert not set(solving.SPARE_CUTS) & set(seen[0][0]) and seen[0][1] == []
 
     if solving._cbcbox_path():
         own = tmp_path / "cbc"
@@ -273,4 +280,5 @@ def test_cbc_branches_on_the_spares_first(tmp_path, monkeypatch):
         monkeypatch.setenv("PLANNER_CBC", str(own))
         seen.clear()
         _, _, fm, res = solve_scenario(s)
-        assert res.status == "optimal" and seen[0] == ([], [])
+        assert res.status == "optimal" and set(solving.SPARE_CUTS) <= set(seen[0][0]) and seen[0][1] == []
+        assert not any(o.split()[0] in ("readPriorities", "priorityIn") for o in seen[0][0])
