@@ -1,12 +1,16 @@
 """The MILP core against issue 11's targets, on this machine; prints one line per run.
 
-    python benchmarks/milp.py [--only shipped|nplus1|large|bank|scale] [--seed 3[,4,...]] [--repeat 3]
+    python benchmarks/milp.py [--only shipped|nplus1|core|large|bank|scale] [--seed 3[,4,...]] [--repeat 3]
                               [--explain full] [--solver cbc|highs]
 
 shipped  every shipped scenario with N+1 switched on where it is off: status, gap, seconds (one
          that N+1 takes over its budget, exit 3, also planned without the budget)
 nplus1   5, 10, 15 and 20 generated jobs (serving and LoRA), buy only, CUDA only, N+1: the whole
          command (`plan X.yaml`, explanations as --explain says, default full) wall time, status and gap
+core     the same N+1 fleets with 10, 15 and 20 jobs, the core MILP solve alone (in this process, no
+         explanations, limit 60 s): seconds and status per fleet and the total over all of them,
+         the figure CBC's search settings for spares (planner/milp/solve.py) were chosen on
+         (--seed 3,4,5,6,7,8 is the 18-fleet battery)
 large    60 and 200 generated jobs (7B-120B serving and LoRA, every acquisition mode) with
          --explain none: wall time, status, the gap the plan reports and pairs left out
 bank     `plan scenarios/bank.yaml` (explanations full) against `python -c "import pandas, pulp,
@@ -15,8 +19,8 @@ scale    500 and 2,000 generated jobs (as large), explanations full, solver.time
          command's wall time against that limit (issue 16: it bounds options, solve and explanations
          together), the exit code, status and gap, and what the limit cut short
 Every plan is planned by the installed `plan` command in a fresh process, as a user would.
---seed takes a list (3,4,5,6): CBC's time on N+1 fleets is heavy-tailed (on seeds 4-6 the 10-job
-fleet is proven in under 1.5 s, on seed 3 in 17-27 s), so one seed is one draw, not a figure.
+--seed takes a list (3,4,5,6): CBC's time on N+1 fleets is heavy-tailed (the core solve of the
+10-job fleet takes 0.4-2 s on seeds 4-8 and 6 s on seed 3), so one seed is one draw, not a figure.
 --solver highs runs the same scenarios with HiGHS (the optional extra) for a side-by-side.
 """
 
@@ -109,11 +113,38 @@ def shipped(tmp: Path) -> None:
 
 def nplus1(tmp: Path, seed: int, explain: str = "full") -> None:
     for n in (5, 10, 15, 20):
-        body = {"name": f"nplus1-{n}", "site": {"kind": "datacenter"},
-                "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"},
-                "solver": {"time_limit_s": 60}, "jobs": jobs(n, seed)}
+        body = nplus1_body(n, seed)
         line(f"{n} jobs, buy only, N+1 ({explain}) s{seed}", *run_plan(write(tmp, f"nplus1-{n}-{seed}", body),
                                                                          "--explain", explain))
+
+
+def nplus1_body(n: int, seed: int) -> dict:
+    return {"name": f"nplus1-{n}", "site": {"kind": "datacenter"},
+            "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"},
+            "solver": {"time_limit_s": 60}, "jobs": jobs(n, seed)}
+
+
+def core(seeds: list[int]) -> None:
+    sys.path.insert(0, str(ROOT))
+    from planner.app import planning
+    from planner.data import deadline
+    from planner.data.scenario import Scenario
+    from planner.milp import fleet
+    from planner.milp.solve import solve
+
+    total, runs = 0.0, []
+    for n in (10, 15, 20):
+        for seed in seeds:
+            s = Scenario.model_validate(nplus1_body(n, seed))
+            with deadline.budget(900):
+                cat, opts = planning.prepare(s)
+                fm = fleet.build(s, cat, opts)
+                res = solve(fm, time_limit_s=60)
+            total += res.seconds
+            runs.append(f"{n}j s{seed} {res.seconds:.1f}{'' if res.status == 'optimal' else ' ' + res.status}")
+            print(f"{n} jobs, buy only, N+1 (core solve) s{seed:<3} {res.seconds:7.2f} s  {res.status:<9} "
+                  f"${res.objective or 0:>14,.0f}/yr", flush=True)
+    print(f"{'core solve, all fleets':<40} {total:7.2f} s  ({len(runs)} fleets)", flush=True)
 
 
 def large(tmp: Path, seed: int) -> None:
@@ -154,7 +185,7 @@ def bank(repeat: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["shipped", "nplus1", "large", "bank", "scale"])
+    ap.add_argument("--only", choices=["shipped", "nplus1", "core", "large", "bank", "scale"])
     ap.add_argument("--seed", default="3", help="a seed, or several: 3,4,5,6")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--explain", choices=["none", "brief", "full"], default="full", help="nplus1's explanations")
@@ -172,6 +203,8 @@ def main() -> int:
         if a.only in (None, "nplus1"):
             for seed in seeds:
                 nplus1(tmp, seed, a.explain)
+        if a.only == "core":
+            core(seeds)
         if a.only in (None, "large"):
             for seed in seeds:
                 large(tmp, seed)
