@@ -117,3 +117,7 @@ def test_explanations_stopped_by_their_own_time_are_noted_not_warned(monkeypatch
     assert "Explanations: the re-planned alternatives had as long as the plan's own search took" in " ".join(res.out.split())
     assert "Cut short by the time limit" not in res.out
     assert "--time-limit" not in res.err and "warning" not in res.err
+    for fmt, words in (("markdown", "**Explanations:** the re-planned alternatives"),
+                       ("html", "Explanations: the re-planned alternatives")):
+        res = plan_cli(SCENARIOS / "bank.yaml", "--quiet", "--format", fmt)
+        assert res.code == 0 and words in res.out and "Cut short by the time limit" not in res.out, fmt
