@@ -45,3 +45,34 @@ budget: {usd_per_year: 1440.0, mode: max-coverage}
     res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
     assert res.code == 0, res.err
     assert json.loads(res.out)["total_cost_usd_per_year"] <= 1440.0 + 1.0
+
+
+def test_a_multi_year_spot_run_splits_its_restart_hours_into_its_cost(plan_cli, tmp_path):
+    """fuzz seed 11 case 118: a 3-year plan whose pretraining run shares a spot system with a
+    serving job. The plan splits the system's cost by accelerator-hours with the run's spot restart
+    hours in (as the single-year plan does, and as the hours per run it reports); the verifier split
+    multi-year plans without them and rejected a correct plan (exit 1: $507.02 against $462.97)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-284225
+jobs:
+- {name: serve-0, stage: serve, model: deepseek-r1, precision: fp8, context_tokens: 35, output_tokens: 6,
+   input_tokens: 4, concurrent_users: 2, min_tokens_per_s_per_user: 18.898, hours_per_day: 1,
+   max_ttft_s: 0.191, growth_per_year: 0.5}
+- {name: pre-1, stage: pretrain, model: mistral-small-24b, training_tokens: 2490000000.0, max_days: 7,
+   precision: fp8, sequence_tokens: 8192, growth_per_year: 0.1}
+- {name: tune-2, stage: finetune, model: mixtral-8x7b, method: lora, dataset_tokens: 103000000.0,
+   epochs: 0.5, runs_per_year: 4, max_hours_per_run: 24, sequence_tokens: 984, lora_rank: 64,
+   growth_per_year: 0.5}
+solver: {time_limit_s: 5}
+horizon_years: 3
+site: {cooling: air}
+policy: {acquisition: [spot], spot_for_serving: true}
+budget: {usd_per_year: 586000.0}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    pre = next(j for j in plan["jobs"] if j["name"] == "pre-1")
+    shared = [p for p in pre["placements"] if any(p["offer"] == q["offer"] for j in plan["jobs"]
+                                                  if j["name"] == "serve-0" for q in j["placements"])]
+    assert shared and pre["cost_usd_per_year"] > 0

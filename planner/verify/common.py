@@ -97,8 +97,7 @@ def close(a: float, b: float, rel: float = REL, absolute: float = USD) -> bool:
 class Ledger:
     """Per offer: what the placements use of it, and what they should cost."""
 
-    def __init__(self, multi: bool = False):
-        self.multi = multi  # a multi-year plan's final year (its job costs split batch hours before spot restarts)
+    def __init__(self):
         self.usage = defaultdict(lambda: defaultdict(float))  # offer -> demand -> accelerator-hours (cost split)
         self.serve_slots = defaultdict(float)  # offer -> accelerators at peak (owned)
         self.rent_slots = defaultdict(lambda: defaultdict(float))  # offer -> part -> accelerators

@@ -152,7 +152,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         hidden = min(5e-5 * part.runs_per_year, 5e-4)
         stated = p.get("runs_per_year")
         runs = stated if isinstance(stated, (int, float)) and hidden == 5e-4 else share * part.runs_per_year
-        ledger.usage[o.id][part.key] += n * (est.hours if ledger.multi else hours) * runs
+        ledger.usage[o.id][part.key] += n * hours * runs  # spot: restart hours hold the accelerators too
         per_run = max(1, math.ceil(n / system.accelerators))
         if owned(o):
             ledger.batch_fit[o.id].append(n)

@@ -62,7 +62,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
         v.check("plan", f["offer"] not in fleet, f"offer '{f['offer']}' appears twice in the fleet")
         fleet[f["offer"]] = f
     multi = "years" in plan  # fleet and jobs describe the final year; prices there follow trends
-    ledger = Ledger(multi)
+    ledger = Ledger()
     last = s.horizon_years if multi else 1
     parts = {j.name: demands_of_job(j, last) for j in s.jobs}
     for pj in plan["jobs"]:
