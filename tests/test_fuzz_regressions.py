@@ -76,3 +76,29 @@ budget: {usd_per_year: 586000.0}
     shared = [p for p in pre["placements"] if any(p["offer"] == q["offer"] for j in plan["jobs"]
                                                   if j["name"] == "serve-0" for q in j["placements"])]
     assert shared and pre["cost_usd_per_year"] > 0
+
+
+def test_edge_units_bought_ahead_of_growth_under_a_yearly_budget_are_verified(plan_cli, tmp_path):
+    """fuzz seed 12 case 146: 31 edge devices growing 50% a year for 5 years under a $199,000 yearly
+    budget. Buying each year's growth in that year would overrun the last years' budget, so the plan
+    buys units ahead (year 2 holds 51 for 47 needed). The verifier allowed no more edge units in a
+    year than that year's need and refused a correct plan (exit 1)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-807702
+jobs:
+- {name: edge-0, stage: edge, model: gemma-3-27b, devices: 31, device: any, precision: fp8,
+   context_tokens: 32610, min_tokens_per_s: 1, growth_per_year: 0.5}
+- {name: tune-1, stage: finetune, model: mixtral-8x7b, method: qlora, dataset_tokens: 18700.0, epochs: 2,
+   runs_per_year: 1, max_hours_per_run: 500, sequence_tokens: 4396, lora_rank: 8, growth_per_year: 1.0}
+solver: {time_limit_s: 5}
+horizon_years: 5
+policy: {stacks: [cuda, rocm, xla], spot_for_serving: true}
+budget: {usd_per_year: 199000.0}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    years = json.loads(res.out)["years"]
+    held = [sum(f.get("edge_units", 0) for f in y["fleet"]) for y in years]
+    need = [y["demand"]["edge-0"] for y in years]
+    assert all(h >= n for h, n in zip(held, need)) and all(h <= max(need[i:]) for i, h in enumerate(held))
+    assert all(y["cost_usd"] <= 199000.0 * (1 + 1e-5) + 0.01 for y in years)
