@@ -206,11 +206,11 @@ def _spare_search(fm: FleetModel, solver, name: str) -> str | None:
     if not fm.u or not name.startswith("cbc"):
         return None
     solver.options = [*solver.options, *SPARE_CUTS]
-    first = [v for store in BRANCH_FIRST for v in getattr(fm, store).values()]
     path = getattr(solver, "path", "") or ""
     word = "priorityIn" if name == "cbc (bundled)" else "readPriorities" if path == _cbcbox_path() else None
     if word is None:
         return None
+    first = [v for store in BRANCH_FIRST for v in getattr(fm, store).values()]
     _, names, _ = fm.prob.normalisedNames()  # the names PuLP writes the MPS file with (rename=1)
     fd, out = tempfile.mkstemp(prefix="cbc-", suffix=".csv")
     with os.fdopen(fd, "w") as f:
