@@ -102,3 +102,25 @@ budget: {usd_per_year: 199000.0}
     need = [y["demand"]["edge-0"] for y in years]
     assert all(h >= n for h, n in zip(held, need)) and all(h <= max(need[i:]) for i, h in enumerate(held))
     assert all(y["cost_usd"] <= 199000.0 * (1 + 1e-5) + 0.01 for y in years)
+
+
+def test_a_run_of_minutes_on_an_owned_offer_holds_a_system_there(plan_cli, tmp_path):
+    """fuzz seed 15 case 410: a full fine-tune of 134,000 tokens, reserved contracts only. Its hours
+    row asked for 1e-7 of a system, below CBC's tolerance, so the MILP placed the runs on a reserved
+    offer while holding none of it: a plan of $0/yr with an empty fleet, refused by the verifier
+    (exit 1). A share of the runs on an owned offer now needs a system held there."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-287338
+jobs:
+- {name: tune-0, stage: finetune, model: qwen3-8b, method: full, dataset_tokens: 134000.0, epochs: 0.5,
+   runs_per_year: 4, max_hours_per_run: 1, sequence_tokens: 3981, lora_rank: 16}
+solver: {time_limit_s: 5}
+site: {power_cap_kw: 16.4}
+policy: {acquisition: [reserved-1y, reserved-3y]}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    used = {p["offer"] for j in plan["jobs"] for p in j["placements"]}
+    assert used and used <= {f["offer"] for f in plan["fleet"] if f["systems"] >= 1}
+    assert plan["total_cost_usd_per_year"] > 10_000

@@ -154,7 +154,9 @@ def define_batch_variables(fm: FleetModel) -> None:
     """x[d,i,o,t] share of year t's runs; on owned offers a binary b places the run there (it must
     fit at once); on rentals each run pays systems x run hours x price x f(t) (spot: hours x
     SPOT_RESTART_OVERHEAD). b exists only where fitting at once is not implied: a run on one system
-    with no always-on serving beside it needs held >= 1, which the hours row already forces."""
+    with no always-on serving beside it needs held >= 1, which x <= held(o,t) forces (rows.py; the
+    hours row alone forces it only above the solver's tolerance: a run of minutes on one offer left
+    held(o,t) >= 1e-7, which CBC read as 0 systems: a plan placing work on an offer it held none of)."""
     site = fm.scenario.site
     always_on = {oid for dk, pairs in fm.serve_pairs.items() if fm.options.demands[dk].hours_per_day >= 24
                  for _, oid in pairs}

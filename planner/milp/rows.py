@@ -10,6 +10,7 @@
   batch-fit     a run placed on o fits at once beside the serving jobs that never pause (24 h/day):
                 acc_i b + sum_{24h} slots y <= acc_o held(o,t), x <= b. Part-day serving jobs are
                 assumed idle at the same hours (nights, weekends), so a run uses their slots then.
+                Without b (a run on one system, nothing always-on beside it): x <= held(o,t).
   rental        rented o for d: slots <= acc_o (r[d,o,t] - u[d,o,t]); no rented system without a
                 replica or the spare: r <= sum_i ceil(slots_i / acc_o) y + u (trim_rentals then
                 lowers r to exactly what the replicas fill)
@@ -127,6 +128,9 @@ def define_capacity_constraints(fm) -> None:
         else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
             fm.add("batch-fit", (dk, i, oid, t), math.ceil(need / per) * bv <= fm.held(oid, t))
         fm.add("batch-link", (dk, i, oid, t), fm.x[(dk, i, oid, t)] <= bv)
+    for key, xv in sorted(fm.x.items()):  # without a b: a share of the runs on owned o needs a system held
+        if (key[2], key[3]) in fm.held_terms and key not in fm.b:
+            fm.add("batch-link", key, xv <= fm.held(key[2], key[3]))
     rented: dict[tuple, list] = {}
     for (dk, i, oid, t), v in fm.y.items():
         if (dk, oid, t) in fm.r:
