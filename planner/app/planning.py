@@ -140,10 +140,11 @@ def with_cuts(plan: dict) -> dict:
     """The plan with what the wall-clock budget cut short (solver.cut_short; absent when nothing),
     and solver.explanations_stopped when the explanations' own share of time (as long as the plan's
     search, narrative.milp_budget), not the time limit, left re-planned alternatives out."""
-    cuts = [c for c in deadline.cuts() if c != OWN_TIME]
+    said = deadline.cuts()
+    cuts = [c for c in said if c != OWN_TIME]
     if cuts:
         plan["solver"]["cut_short"] = [CUTS.get(c, c) for c in cuts]
-    if OWN_TIME in deadline.cuts():
+    if OWN_TIME in said:
         plan["solver"]["explanations_stopped"] = (
             "the re-planned alternatives had as long as the plan's own search took (at least "
             f"{narrative.EXPLAIN_FLOOR_S:g} s); those not finished in that time show the LP relaxation's "
