@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from conftest import SCENARIOS
 
-from planner.app import planning
 from planner.app.pipeline import plan_scenario
+from planner.cli import render as report
 from planner.data import consistency as checks
 from planner.data.scenario import load_scenario
-from planner.explain import batch, narrative, whynot
+from planner.explain import batch, narrative, replan, whynot
 from planner.milp import fleet as model
-from planner.milp.solve import solve
+from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
 
 
@@ -121,3 +121,53 @@ def test_explanations_stopped_by_their_own_time_are_noted_not_warned(monkeypatch
                        ("html", "Explanations: the re-planned alternatives")):
         res = plan_cli(SCENARIOS / "bank.yaml", "--quiet", "--format", fmt)
         assert res.code == 0 and words in res.out and "Cut short by the time limit" not in res.out, fmt
+
+
+def _lifted_redundancy(fm) -> bool:
+    """The re-planned variant with N+1 lifted (bank.yaml asks for N+1)."""
+    return fm.scenario.policy.redundancy == "none"
+
+
+def test_a_lifted_cap_whose_replan_does_not_settle_it_claims_nothing(monkeypatch):
+    """A lifted cap's re-plan that ends on its work bound without a fleet (or the time) cannot tell
+    whether the cap binds: the row says so ("open", no price), never that N+1 costs nothing."""
+    real = replan.solve
+    stopped = []
+
+    def no_fleet(fm, *args, **kwargs):
+        if _lifted_redundancy(fm) and "max_nodes" in kwargs:
+            stopped.append(fm)
+            return SolveResult("not-solved", 0.1, None, None, "cbc")
+        return real(fm, *args, **kwargs)
+
+    monkeypatch.setattr(replan, "solve", no_fleet)
+    plan = plan_scenario(load_scenario(SCENARIOS / "bank.yaml"), explain="full")
+    assert stopped
+    row = next(e for e in plan["explanations"] if e["family"] == "redundancy")
+    assert row["settled"] is False and row["binding"] is False and row["shadow_price"] is None
+    assert row["message"] == ("whether N+1 redundancy costs extra is not settled: re-planned without it, no fleet was "
+                              f"found before its work bound ({replan.MAX_NODES:,} nodes) was reached")
+    assert "[open] policy.redundancy: whether N+1" in report.plan_text(plan)
+    assert all("settled" not in e for e in plan["explanations"] if e is not row)
+
+
+def test_a_lifted_caps_replan_starts_from_the_plan(monkeypatch):
+    """The plan is a plan of every variant that lifts a cap, so that variant's MILP starts from it:
+    bounded by work, it never ends on a fleet dearer than the plan (which would read as 'N+1 costs
+    nothing')."""
+    real = replan.solve
+    seen = []
+
+    def spy(fm, *args, **kwargs):
+        res = real(fm, *args, **kwargs)
+        if _lifted_redundancy(fm) and "max_nodes" in kwargs:
+            seen.append((kwargs.get("warm"), res))
+        return res
+
+    monkeypatch.setattr(replan, "solve", spy)
+    monkeypatch.setattr(replan, "MAX_NODES", 0)  # the root node only
+    plan = plan_scenario(load_scenario(SCENARIOS / "bank.yaml"), explain="full")
+    [(warm, res)] = seen
+    assert warm is True and res.ok and res.objective <= plan["total_cost_usd_per_year"] + 1.0
+    row = next(e for e in plan["explanations"] if e["family"] == "redundancy")
+    assert row["binding"] and row["shadow_price"] == pytest.approx(plan["total_cost_usd_per_year"] - 69_557, abs=1)

@@ -16,6 +16,7 @@ from planner.cli.render import (
     FLEET_HEADERS,
     PLACEMENT_HEADERS,
     cost_line,
+    mark_of,
     placement_columns,
     placement_rows,
     pool_lines,
@@ -164,7 +165,7 @@ def _explanation(plan: dict) -> list[str]:
     if plan.get("explanations"):
         out.append("<h2>Why this plan: constraints and prices</h2><ul>")
         for x in plan["explanations"]:
-            mark = '<span class="binds">binds</span>' if x["binding"] else '<span class="slack">slack</span>'
+            mark = f'<span class="{"binds" if x["binding"] else "slack"}">{mark_of(x)}</span>'
             out.append(f"<li>{mark} <code>{_e(x['constraint'])}</code>: {_e(x['message'])}</li>")
         out.append("</ul>")
     if plan.get("next_best"):

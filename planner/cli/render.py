@@ -60,6 +60,11 @@ def pool_lines(plan: dict, markdown: bool) -> list[str]:
     return lines + [""]
 
 
+def mark_of(e: dict) -> str:
+    """An explanation row's mark: binds, slack, or open (a re-plan that did not settle it)."""
+    return "binds" if e["binding"] else "slack" if e.get("settled", True) else "open"
+
+
 def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> list[str]:
     """Binding constraints with prices, the why-not table and the next-best fleet (explain.py)."""
     lines = []
@@ -67,7 +72,7 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
         lines += ["## Why this plan: constraints and prices", ""] if markdown else \
             ["Why this plan: constraints and prices (what one more unit would cost or save)"]
         for e in plan["explanations"]:
-            mark = ("**binds**" if e["binding"] else "slack") if markdown else ("binds" if e["binding"] else "slack")
+            mark = f"**{mark_of(e)}**" if markdown and e["binding"] else mark_of(e)
             lines.append(f"- {mark} ({e['family']}, {e['constraint']}): {e['message']}" if markdown
                          else f"  [{mark}] {e['constraint']}: {e['message']}")
         lines.append("")

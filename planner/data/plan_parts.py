@@ -224,6 +224,9 @@ class Explanation(Part):
     message: str = Field(description="the explanation in words")
     basis: Literal["short-run", "long-run", "re-planned"] = Field(
         description="short-run: LP with the fleet fixed; long-run: LP relaxation; re-planned: MILP re-solved")
+    settled: bool = absent("false when the re-planned variant ended (its work bound, or the time) before it "
+                           "could tell whether the constraint binds: binding is then false and shadow_price "
+                           "null, and the message says so; absent when it did tell")
 
 
 class Alternative(Part):

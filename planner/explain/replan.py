@@ -31,6 +31,7 @@ from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.explain import batch
 from planner.milp import fleet as model
+from planner.milp import prune
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
@@ -65,6 +66,9 @@ class Variant:
     """(store, key) -> count: the plan's fleet, tried first with the fleet fixed (a raised target)"""
     floor: float | None = None
     """a proven lower bound on the variant's objective (a raised target: the plan's own bound)"""
+    start: tuple | None = None
+    """(model, values): a plan the variant's MILP starts from (a lifted cap: the plan itself, a
+    plan of the variant too), so that its search, bounded by MAX_NODES, ends no dearer than that"""
 
 
 def builder(s):
@@ -76,6 +80,8 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
     """What a variant's plan is: status, yearly cost, fleet, bought power and capex, unserved users."""
     if not res.ok:
         return {"status": res.status, "cut_short": res.cut_short}
+    # the solver's bound, where the objective is the yearly cost (not an NPV, nor weighed by coverage)
+    bound = {} if res.bound is None or fm.scenario.multi_year or fm.unserved else {"bound": res.bound}
     if fm.scenario.multi_year:  # the final year's fleet; cost = the accounting view's yearly average
         from planner.milp.readout_years import read_multiyear
 
@@ -90,7 +96,7 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
             "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
             "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
             "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
-            "unserved_users": unserved, "cut_short": res.cut_short}
+            "unserved_users": unserved, "cut_short": res.cut_short, **bound}
 
 
 def prepare(s, cat, opts, variants: list[Variant]) -> None:
@@ -248,7 +254,10 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
                 fixed_first(v[1], left)
                 continue
             fm = models[v.key]
-            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
+            if v.start is not None:
+                prune.warm_start(fm, *v.start)
+            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
+                        warm=v.start is not None)
             if stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
                     and res.status != "optimal":
                 deadline.cut(OWN_TIME)  # the explanations' share of the time, not the search, ended it

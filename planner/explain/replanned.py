@@ -1,0 +1,167 @@
+"""Explanation rows answered by re-planning (replan.py): lifted caps (site power, the budgets, N+1
+redundancy), each binding with the saving a plan without it finds, not binding (proven), or open
+(its re-plan ended before it could tell), and raised per-user speed targets with their price."""
+
+from __future__ import annotations
+
+from planner.explain import replan, whynot
+
+
+def usd(x: float, digits: int = 0) -> str:
+    return f"-${abs(x):,.{digits}f}" if x < 0 else f"${x:,.{digits}f}"
+
+
+def got_of(outcomes: dict, key: tuple) -> dict | None:
+    got = outcomes.get(key)
+    return None if got is None or got["status"] == "skipped" else got
+
+
+def row(family, constraint, binding, price, unit, message, basis) -> dict:
+    return {"family": family, "constraint": constraint, "binding": bool(binding),
+            "shadow_price": None if price is None else round(price, 4), "unit": unit, "message": message,
+            "basis": basis}
+
+
+def _least(got: dict) -> str:
+    """'at least ' when a lifted cap's re-plan was not proven optimal (its fleet is the best found
+    within its work or time limit: the plan's saving without the cap is at least what it shows)."""
+    return "" if got["status"] == "optimal" else "at least "
+
+
+def _cap_state(got: dict, base: float, tol: float) -> str:
+    """What a lifted cap's re-plan settles: "binds" (a fleet cheaper than the plan by more than the
+    tolerance exists without the cap), "free" (proven that none does: the variant's optimum within
+    its gap, its LP bound, or the solver's bound at least the plan's cost less the tolerance) or
+    "open" (neither: the search ended on its work or time bound, or without a fleet, before it could
+    tell; the row then says so and claims no price). A bound is on the objective, which adds a
+    tie-break far below half the tolerance per system (replan.from_lp compares alike)."""
+    if got.get("cost") is not None and got["cost"] < base - tol:
+        return "binds"
+    if got["status"] in ("optimal", "not-binding"):
+        return "free"
+    bound = got.get("bound")
+    return "free" if bound is not None and bound >= base - tol / 2 else "open"
+
+
+def _open_row(family: str, constraint: str, unit: str, what: str, got: dict) -> dict:
+    """A lifted cap whose re-plan did not settle whether it binds (_cap_state "open")."""
+    why = "the time ran out" if got.get("cut_short") else f"its work bound ({replan.MAX_NODES:,} nodes) was reached"
+    found = "no cheaper fleet" if got.get("cost") is not None else "no fleet"
+    said = row(family, constraint, False, None, unit,
+               f"whether {what} is not settled: re-planned without it, {found} was found before {why}", "re-planned")
+    return {**said, "settled": False}
+
+
+def cap_rows(plan, s, outcomes, long) -> list[dict]:
+    base = plan["total_cost_usd_per_year"]
+    tol = max(1.0, s.solver.gap * base)
+    rows = []
+    got = got_of(outcomes, ("cap", "power"))
+    if got is not None:
+        cap = s.site.power_cap_kw
+        used = sum(f["power_kw"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
+        lp = long.rows.get(("power", ("site", 1))) if long.ok else None
+        lp_text = f"; LP relaxation: {usd(-lp)} per kW-year" if lp else ""
+        state = _cap_state(got, base, tol)
+        if state == "binds" and got["power_kw"] > cap:
+            price = (got["cost"] - base) / (got["power_kw"] - cap)
+            msg = (f"site power binds: the plan draws {used:,.1f} of {cap:,.1f} kW; with +{got['power_kw'] - cap:,.1f} kW "
+                   f"the cheapest fleet ({whynot.fleet_text(got['fleet'])}) costs {_least(got)}{usd(base - got['cost'])}/yr less: "
+                   f"{usd(-price)} per extra kW-year (re-planned){lp_text}")
+            rows.append(row("power", "site.power_cap_kw", True, price, "USD per year per kW", msg, "re-planned"))
+        elif state == "open":
+            rows.append(_open_row("power", "site.power_cap_kw", "USD per year per kW",
+                                  f"site power binds (the plan draws {used:,.1f} of {cap:,.1f} kW)", got))
+        else:
+            rows.append(row("power", "site.power_cap_kw", False, 0.0, "USD per year per kW",
+                             f"site power does not bind: the plan draws {used:,.1f} of {cap:,.1f} kW and more "
+                             "power would not change it", "re-planned"))
+    for name in ("usd_per_year", "capex_usd_per_year", "opex_usd_per_year"):
+        got = got_of(outcomes, ("cap", name))
+        if got is None:
+            continue
+        cap = getattr(s.budget, name)
+        constraint = f"budget.{name}"
+        if s.budget.mode == "max-coverage" and name == "usd_per_year":
+            unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
+            if got.get("cost") is not None and unserved > got["unserved_users"] + 1e-6:
+                extra = got["cost"] - base
+                price = extra / (unserved - got["unserved_users"])
+                rows.append(row("budget", constraint, True, price, "USD per year per extra user served",
+                                 f"the budget binds: {unserved:,.0f} users go unserved; {usd(extra)}/yr more "
+                                 f"serves {unserved - got['unserved_users']:,.0f} of them ({usd(price)} per user-year)",
+                                 "re-planned"))
+                continue
+        capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
+        opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
+        use = {"usd_per_year": base, "capex_usd_per_year": capex, "opex_usd_per_year": opex}[name]
+        state = _cap_state(got, base, tol)
+        if state == "binds":
+            free_use = got["capex"] if name.startswith("capex") else got["opex"]
+            price = (got["cost"] - base) / max(free_use - cap, 1e-9)
+            rows.append(row("budget", constraint, True, price, "USD per year per USD of budget",
+                             f"{constraint} binds at {usd(cap)}: raising it to {usd(free_use)} lowers the yearly "
+                             f"cost by {_least(got)}{usd(base - got['cost'])} ({usd(-price, 2)} per dollar, re-planned)",
+                             "re-planned"))
+        elif state == "open":
+            rows.append(_open_row("budget", constraint, "USD per year per USD of budget",
+                                  f"{constraint} binds (the plan uses {usd(use)} of {usd(cap)}/yr)", got))
+        else:
+            spare = f": the plan uses {usd(use)} of {usd(cap)}/yr ({usd(cap - use)} headroom)"
+            rows.append(row("budget", constraint, False, 0.0, "USD per year per USD of budget",
+                             f"{constraint} does not bind{spare}; more budget would not change the plan",
+                             "re-planned"))
+    got = got_of(outcomes, ("cap", "redundancy"))
+    if got is not None:
+        state = _cap_state(got, base, tol)
+        if state == "binds":
+            rows.append(row("redundancy", "policy.redundancy", True, base - got["cost"], "USD per year",
+                             f"N+1 redundancy costs {_least(got)}{usd(base - got['cost'])}/yr: without it the cheapest fleet is "
+                             f"{whynot.fleet_text(got['fleet'])} at {usd(got['cost'])}/yr", "re-planned"))
+        elif state == "open":
+            rows.append(_open_row("redundancy", "policy.redundancy", "USD per year", "N+1 redundancy costs extra", got))
+        else:
+            rows.append(row("redundancy", "policy.redundancy", False, 0.0, "USD per year",
+                             "N+1 redundancy costs nothing extra: the cheapest fleet already survives one "
+                             "system down", "re-planned"))
+    return rows
+
+
+def target_rows(plan, s, outcomes) -> list[dict]:
+    base = plan["total_cost_usd_per_year"]
+    tol = max(1.0, s.solver.gap * base)
+    rows = []
+    for j in s.jobs:
+        got = got_of(outcomes, ("target", j.name))
+        if got is None:
+            continue
+        t = j.min_tokens_per_s_per_user
+        t2 = t * (1 + whynot.TARGET_STEP)
+        constraint = f"jobs.{j.name}.min_tokens_per_s_per_user"
+        unit = "USD per year per tok/s of per-user target"
+        if got.get("cost") is None and got.get("cut_short"):
+            continue  # the time ran out before its re-plan found a fleet: not evaluated (solver.cut_short)
+        if got.get("cost") is None and got["status"] != "infeasible":
+            rows.append({**row("target", constraint, False, None, unit,
+                                f"whether '{j.name}' can reach {t2:,.1f} tok/s per user is not settled: its re-plan "
+                                f"found no fleet within its work bound ({replan.MAX_NODES:,} nodes)", "re-planned"),
+                         "settled": False})
+            continue
+        if got.get("cost") is None:
+            rows.append(row("target", constraint, True, None, unit,
+                             f"no plan reaches {t2:,.1f} tok/s per user on '{j.name}' ({got['status']}): "
+                             f"the {t:g} tok/s target is at the edge of what the catalog and policy allow",
+                             "re-planned"))
+            continue
+        delta = got["cost"] - base
+        price = delta / (t2 - t)
+        if delta > tol:
+            most = "" if got["status"] == "optimal" else "at most "  # (the best fleet found, not proven)
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs {most}+{usd(delta)}/yr "
+                   f"({usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}"
+                   + (" (cut short by the time limit)" if got.get("cut_short") else ""))
+        else:
+            msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs nothing (re-planned: "
+                   f"{whynot.fleet_text(got['fleet'])} at the same yearly cost)")
+        rows.append(row("target", constraint, delta > tol, price if delta > tol else 0.0, unit, msg, "re-planned"))
+    return rows
