@@ -4,7 +4,10 @@
 
 A valid scenario must end in a verified plan (exit 0) or a diagnosed infeasibility (exit 3); exit 4
 (no plan within the per-scenario time limit) is counted and shown. An invalid one must end in exit 2.
-Every plan passes the independent verifier inside the pipeline, so a verifier failure is an exit 1.
+Every plan passes the independent verifier inside the pipeline, so a verifier failure is an exit 1;
+a plan whose explanations its own numbers contradict (fuzzgen.explanation_faults: a re-planned
+restriction cheaper than the plan's proven bound, a cap said to bind that saves nothing) is counted
+as an explanation fault.
 Scenarios run in-process (worker processes, for speed); --subprocess more run through the real
 `python -m planner` command line, to check the process boundary too. Prints the exit-code counts,
 tracebacks, verifier failures, wrong exit codes and the wall time; exits 1 if any of those is found.
@@ -26,7 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from planner.app.fuzzgen import invalid_scenario, run_mapping, valid_scenario
+from planner.app.fuzzgen import (
+    EXPLANATION_FAULT,
+    invalid_scenario,
+    run_mapping,
+    valid_scenario,
+)
 
 EXPECTED = {"valid": (0, 3, 4), "invalid": (2,)}
 
@@ -81,6 +89,8 @@ def main() -> int:
                 print(f"  {len(slowest)} done, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
             if code == -1:
                 problems.append(f"case {i} ({kind}): TRACEBACK\n{message}")
+            elif code == EXPLANATION_FAULT:
+                problems.append(f"case {i} ({kind}): EXPLANATION FAULT {message[:3000]}")
             elif code not in EXPECTED[kind]:
                 problems.append(f"case {i} ({kind}): exit {code}: {message[:2000]}")
             if code == -1 or code not in EXPECTED[kind]:
@@ -100,8 +110,10 @@ def main() -> int:
         print(f"  {kind:15s} exit {code:2d}: {n}")
     tracebacks = sum(n for (k, c), n in counts.items() if c == -1)
     verifier = sum(n for (k, c), n in counts.items() if c == 1)
-    wrong = len(problems) - tracebacks - verifier
-    print(f"tracebacks: {tracebacks}\nverifier failures (exit 1): {verifier}\nunexpected exit codes: {wrong}")
+    faults = sum(n for (k, c), n in counts.items() if c == EXPLANATION_FAULT)
+    wrong = len(problems) - tracebacks - verifier - faults
+    print(f"tracebacks: {tracebacks}\nverifier failures (exit 1): {verifier}\nexplanation faults: {faults}\n"
+          f"unexpected exit codes: {wrong}")
     slowest.sort(reverse=True)
     print("slowest: " + ", ".join(f"case {i} {s:.1f} s" for s, i in slowest[:5]))
     for p in problems[:20]:

@@ -34,3 +34,28 @@ def test_invalid_scenarios_end_in_exit_2_with_a_message(rng):
     code, message = run_mapping(scenario, time_limit_s=5)
     assert code == 2, (code, message, scenario)
     assert "Traceback" not in message and len(message) > 10
+
+
+def test_explanations_the_plans_own_numbers_contradict_are_caught():
+    """The fuzzer's check on explanations: bank.yaml's hold together; a next-best fleet cheaper than
+    the plan's proven bound, a forced accelerator likewise, or N+1 said to bind at no saving do not."""
+    import copy
+
+    from conftest import shipped_plan
+
+    from planner.app.fuzzgen import explanation_faults
+
+    _, plan = shipped_plan("bank.yaml")
+    assert explanation_faults(plan) == []
+    bad = copy.deepcopy(plan)
+    base = bad["total_cost_usd_per_year"]
+    bad["next_best"]["cost_usd_per_year"] = base * 0.9
+    forced = next(a for a in bad["alternatives"] if a.get("basis") == "milp")
+    forced["cost_delta_usd_per_year"] = -0.05 * base
+    row = next(e for e in bad["explanations"] if e["family"] == "redundancy")
+    row["shadow_price"] = -5.0
+    faults = explanation_faults(bad)
+    assert len(faults) == 3, faults
+    assert faults[0].startswith("next-best fleet $122,104/yr below the plan's bound")
+    assert faults[1].startswith(f"forced {forced['accelerator']} $128,887/yr below")
+    assert faults[2].startswith("policy.redundancy said to bind at price -5.0")

@@ -124,3 +124,29 @@ policy: {acquisition: [reserved-1y, reserved-3y]}
     used = {p["offer"] for j in plan["jobs"] for p in j["placements"]}
     assert used and used <= {f["offer"] for f in plan["fleet"] if f["systems"] >= 1}
     assert plan["total_cost_usd_per_year"] > 10_000
+
+
+def test_a_next_best_fleet_that_serves_no_one_says_so(plan_cli, tmp_path):
+    """fuzz seed 28 case 300 (the fuzzer's explanation check): a max-coverage RL job only b200-x8
+    can run under the policy. Its next-best fleet without b200-x8 is nothing at $0/yr, serving no
+    one; the plan offered it as "-$404,358 per year" and its summary as "The next-best fleet, ,
+    costs $-404,358 more per year"."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-127322
+jobs:
+- {name: rl-0, stage: rl, model: qwen3-30b-a3b, method: lora, rollout_tokens_per_s: 45.4,
+   rollout_context_tokens: 5392, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 103000.0,
+   hours_per_day: 4}
+solver: {time_limit_s: 5}
+site: {cooling: liquid}
+policy: {providers: [nvidia]}
+budget: {usd_per_year: 2400000.0, mode: max-coverage}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    nb = plan["next_best"]
+    assert nb["fleet"] == [] and nb["unserved_jobs"] == {"rl-0": 1.0}
+    assert nb["message"].endswith("it leaves rl-0 unserved, which the plan serves)")
+    assert "Without b200-x8 the next-best fleet (nothing) leaves rl-0 unserved." in plan["summary"]
+    assert ", ," not in plan["summary"] and "$-" not in plan["summary"]

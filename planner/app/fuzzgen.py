@@ -245,6 +245,40 @@ def invalid_scenario(rng: random.Random) -> dict:
 
 # --- running one -----------------------------------------------------------------------------------
 
+EXPLANATION_FAULT = -2
+"""run_mapping's code for a plan whose explanations its own numbers contradict (explanation_faults)"""
+
+
+def explanation_faults(plan: dict) -> list[str]:
+    """What a plan's explanations claim against its own numbers. Every re-planned restriction (the
+    next-best fleet without the plan's main system, a forced accelerator, a raised target) is a plan
+    of the scenario, so it costs at least the plan's proven lower bound, cost x (1 - gap), unless it
+    says it serves fewer users (max-coverage: unserved_jobs); a lifted
+    cap said to bind must save money, a raised target said to bind must cost some. Checked for
+    one-year plans that serve every user (a multi-year plan's yearly average is not its objective,
+    and max-coverage weighs users against dollars)."""
+    if "years" in plan or any(j.get("unserved") for j in plan["jobs"]) or plan["solver"].get("gap") is None:
+        return []
+    base = plan["total_cost_usd_per_year"]
+    floor = base * (1 - plan["solver"]["gap"]) - max(1.0, 1e-6 * base)
+    out = []
+    nb = plan.get("next_best") or {}  # (one that serves fewer users says so: unserved_jobs)
+    if nb.get("cost_usd_per_year") is not None and nb["cost_usd_per_year"] < floor and not nb.get("unserved_jobs"):
+        out.append(f"next-best fleet ${nb['cost_usd_per_year']:,.0f}/yr below the plan's bound ${floor:,.0f}")
+    for a in plan.get("alternatives") or []:
+        if a.get("basis") == "milp" and a.get("cost_delta_usd_per_year") is not None \
+                and base + a["cost_delta_usd_per_year"] < floor and not a.get("unserved_jobs"):
+            out.append(f"forced {a['accelerator']} ${base + a['cost_delta_usd_per_year']:,.0f}/yr below the plan's "
+                       f"bound ${floor:,.0f}")
+    for e in plan.get("explanations") or []:
+        price = e.get("shadow_price")
+        if e["binding"] and price is not None and e["basis"] == "re-planned" and (
+                (e["family"] in ("redundancy", "target") and price <= 0)
+                or (e["family"] in ("power", "budget") and price >= 0)):
+            out.append(f"{e['constraint']} said to bind at price {price}: {e['message'][:200]}")
+    return out
+
+
 def run_mapping(data: dict, time_limit_s: float | None = TIME_LIMIT_S) -> tuple[int, str]:
     """(exit code, first line of the message or of the traceback) for one scenario, in-process,
     through YAML text, the schema, the pipeline and its verifier. Exit -1: a traceback escaped."""
@@ -258,6 +292,8 @@ def run_mapping(data: dict, time_limit_s: float | None = TIME_LIMIT_S) -> tuple[
         parsed, lines = load_yaml(text, "<fuzz>")
         scenario = parse_scenario(parsed, lines, "<fuzz>")
         plan = plan_scenario(scenario, (), time_limit_s)
+        if faults := explanation_faults(plan):
+            return EXPLANATION_FAULT, "; ".join(faults) + "\n" + yaml.safe_dump(data, sort_keys=False)
         return 0, f"{plan['status']} ${plan['total_cost_usd_per_year']:,.0f}/yr"
     except PlannerError as exc:
         if exc.exit_code == 1:  # a verifier failure: keep every failed check for the bug report

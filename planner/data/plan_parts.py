@@ -229,6 +229,11 @@ class Explanation(Part):
                            "null, and the message says so; absent when it did tell")
 
 
+UNSERVED_JOBS = ("max-coverage plans: the jobs this fleet leaves more unserved than the plan does, job -> "
+                 "the largest share of any of its parts left unserved (1: none of it served); its lower "
+                 "cost buys less coverage, not a cheaper way to serve the same users")
+
+
 class Alternative(Part):
     """Why not accelerator A: one row per catalog accelerator the plan does not use."""
 
@@ -238,6 +243,7 @@ class Alternative(Part):
     cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan (negative: "
                                                                  "less); null when not evaluated or infeasible")
     fleet: list[FleetItem] | None = Field(description="the cheapest fleet using it; null when none")
+    unserved_jobs: dict[str, float] = absent(UNSERVED_JOBS)
     reason: str = Field(description="the reason in words")
     basis: Literal["milp", "lp-bound", "reason"] | None = absent(
         "how the row was found: milp (the plan re-solved with the accelerator forced), lp-bound (the LP "
@@ -252,6 +258,7 @@ class NextBest(Part):
     cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan; null when "
                                                                  "there is none")
     excluded_systems: list[str] = Field(description="catalog system ids left out")
+    unserved_jobs: dict[str, float] = absent(UNSERVED_JOBS)
     message: str = Field(description="the next-best fleet in words")
 
 

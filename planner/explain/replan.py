@@ -92,11 +92,32 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
         plan = read_plan(fm.scenario, fm, res)
     bought = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
     unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
+    short = unserved_shares(plan)
     return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
             "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
             "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
             "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
-            "unserved_users": unserved, "cut_short": res.cut_short, **bound}
+            "unserved_users": unserved, "unserved_jobs": short, "cut_short": res.cut_short, **bound}
+
+
+def unserved_shares(plan: dict) -> dict[str, float]:
+    """job -> the largest share of any of its parts left unserved (max-coverage, elastic plans)."""
+    return {j["name"]: max(u["share"] for u in j["unserved"].values()) for j in plan["jobs"] if j["unserved"]}
+
+
+def coverage_lost(plan: dict, got: dict) -> dict[str, float]:
+    """The jobs a variant leaves more unserved than the plan does: job -> the variant's share."""
+    mine = unserved_shares(plan)
+    return {k: v for k, v in sorted((got.get("unserved_jobs") or {}).items()) if v > mine.get(k, 0.0) + 1e-6}
+
+
+def coverage_text(plan: dict, lost: dict[str, float]) -> str:
+    """'; it leaves rl-0 unserved and chat 40% unserved, which the plan serves' (or '')."""
+    if not lost:
+        return ""
+    words = [f"{k} unserved" if v >= 1 - 1e-6 else f"{k} {v:.0%} unserved" for k, v in lost.items()]
+    whole = not any(k in unserved_shares(plan) for k in lost)
+    return f"; it leaves {' and '.join(words)}, {'which the plan serves' if whole else 'where the plan serves more'}"
 
 
 def prepare(s, cat, opts, variants: list[Variant]) -> None:

@@ -200,8 +200,14 @@ def summary(plan: dict, s) -> str:
                  f"(policy.cost_per_system_type_usd_year) = ${len(types) * rate:,.0f} per year, spread over "
                  "each type's fleet rows by systems.")
     nb = plan.get("next_best")
-    if nb and nb.get("cost_delta_usd_per_year") is not None:
-        text += f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${nb['cost_delta_usd_per_year']:,.0f} more per year."
+    if nb and nb.get("unserved_jobs"):  # (max-coverage: cheaper only by serving fewer)
+        text += (f" Without {', '.join(nb['excluded_systems'])} the next-best fleet ({_fleet(nb['fleet']) or 'nothing'}) "
+                 f"leaves {', '.join(nb['unserved_jobs'])} {'more ' if any(j['unserved'] for j in plan['jobs']) else ''}"
+                 "unserved.")
+    elif nb and nb.get("cost_delta_usd_per_year") is not None:
+        delta = nb["cost_delta_usd_per_year"]
+        text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${delta:,.0f} more per year." if delta > 0 else
+                 f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap.")
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:
         text += " Binding: " + "; ".join(e["message"] for e in binding) + "."

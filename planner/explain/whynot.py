@@ -27,7 +27,7 @@ import pulp
 
 from planner.data import deadline
 from planner.explain import batch
-from planner.explain.replan import MAX_NODES, Variant, builder
+from planner.explain.replan import MAX_NODES, Variant, builder, coverage_lost, coverage_text
 from planner.milp.fleet import FleetModel
 from planner.options.eligibility import site_exclusion
 
@@ -242,12 +242,14 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             delta = got["cost"] - base
             delta = 0.0 if abs(delta) <= tol else delta
             bound = "" if got["status"] == "optimal" else "at most "
-            sign = f"+{_usd(delta)}" if delta >= 0 else (
-                f"{_usd(-delta)} less than the plan, within the solver's gap or the plan's candidate pairs")
+            lost = coverage_lost(plan, got)
+            sign = f"+{_usd(delta)}" if delta >= 0 else f"{_usd(-delta)} less than the plan" + (
+                "" if lost else ", within the solver's gap or the plan's candidate pairs")
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), fleet=got["fleet"], basis="milp",
                        reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
-                              f"({sign}): " + fleet_text(got["fleet"])
-                              + (" (cut short by the time limit)" if got.get("cut_short") else ""))
+                              f"({sign}{coverage_text(plan, lost)}): " + fleet_text(got["fleet"])
+                              + (" (cut short by the time limit)" if got.get("cut_short") else ""),
+                       **({"unserved_jobs": lost} if lost else {}))
         rows.append(row)
     order = {"costlier": 0, "infeasible": 1}
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
@@ -273,10 +275,11 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
                 "excluded_systems": systems,
                 "message": f"no other fleet meets the scenario without {', '.join(systems)} ({got['status']})"}
     delta = got["cost"] - plan["total_cost_usd_per_year"]
+    lost = coverage_lost(plan, got)
     return {"fleet": got["fleet"], "cost_usd_per_year": got["cost"], "cost_delta_usd_per_year": round(delta, 2),
-            "excluded_systems": systems,
+            "excluded_systems": systems, **({"unserved_jobs": lost} if lost else {}),
             "message": f"next-best fleet without {', '.join(systems)}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
                        f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
-                       f"{'; cut short by the time limit' if got.get('cut_short') else ''})"}
+                       f"{'; cut short by the time limit' if got.get('cut_short') else ''}{coverage_text(plan, lost)})"}
