@@ -150,3 +150,5 @@ budget: {usd_per_year: 2400000.0, mode: max-coverage}
     assert nb["message"].endswith("it leaves rl-0 unserved, which the plan serves)")
     assert "Without b200-x8 the next-best fleet (nothing) leaves rl-0 unserved." in plan["summary"]
     assert ", ," not in plan["summary"] and "$-" not in plan["summary"]
+    one_more = next(e for e in plan["explanations"] if e["family"] == "systems")
+    assert "save $0/yr of running costs" in one_more["message"]  # (a saving that rounds to zero: not "-$0")

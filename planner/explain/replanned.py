@@ -8,7 +8,8 @@ from planner.explain import replan, whynot
 
 
 def usd(x: float, digits: int = 0) -> str:
-    return f"-${abs(x):,.{digits}f}" if x < 0 else f"${x:,.{digits}f}"
+    """'$1,234' or '-$1,234'; an amount that rounds to zero is '$0', not '-$0'."""
+    return f"-${abs(x):,.{digits}f}" if round(x, digits) < 0 else f"${abs(x) if round(x, digits) == 0 else x:,.{digits}f}"
 
 
 def got_of(outcomes: dict, key: tuple) -> dict | None:
