@@ -152,3 +152,5 @@ budget: {usd_per_year: 2400000.0, mode: max-coverage}
     assert ", ," not in plan["summary"] and "$-" not in plan["summary"]
     one_more = next(e for e in plan["explanations"] if e["family"] == "systems")
     assert "save $0/yr of running costs" in one_more["message"]  # (a saving that rounds to zero: not "-$0")
+    # the trainer's run of 103,000 tokens a day takes seconds: said in minutes, not "0.0 h per run"
+    assert any("0.1 min per run" in w for j in plan["jobs"] for w in j["why"])

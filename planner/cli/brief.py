@@ -9,7 +9,7 @@ import textwrap
 
 from planner.cli.render import headline
 from planner.cli.render_years import fleet_summary
-from planner.data.money import unit_cost_text, usd
+from planner.data.money import hours_text, unit_cost_text, usd
 
 MAX_LINES = 25
 MAX_WIDTH = 100
@@ -31,7 +31,7 @@ def _placement(p: dict, shared: set, more: int) -> str:
     if p.get("users_per_replica"):
         what += f", {p['users_per_replica']:,} users each"
     elif p.get("hours_per_run"):
-        what += f", {p['hours_per_run']:,.1f} h per run"
+        what += f", {hours_text(p['hours_per_run'])} per run"
     if more:
         what += f", {more} more placement(s)"
     return what + (f"; {p['binding']} binds" if p.get("binding") else "")

@@ -7,6 +7,11 @@ def usd(x: float | None, digits: int = 0) -> str:
     return "-" if x is None else f"${x:,.{digits}f}"
 
 
+def hours_text(h: float) -> str:
+    """'12.5 h', or in minutes below a tenth of an hour ('2.4 min', not '0.0 h')."""
+    return f"{h:,.1f} h" if h >= 0.05 else f"{h * 60:,.1f} min"
+
+
 def unit_cost_text(uc: dict) -> str:
     """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict; a
     job whose headline unit is input tokens leads with '$0.066 per million input tokens'."""

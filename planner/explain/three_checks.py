@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from planner.data import jobs
-from planner.data.money import unit_cost_text
+from planner.data.money import hours_text, unit_cost_text
 from planner.options import build as options
 from planner.physics import disagg, serving, training
 
@@ -110,7 +110,7 @@ def _reason(p: dict, job, shared: str) -> str:
         deadline = getattr(job, "max_hours_per_run", None) or (getattr(job, "max_days", 0) * 24) or None
         limit = f" against a {deadline:,g} h limit" if deadline else ""
         return (f"{n}x {p['accelerator']} ({p['acquisition']}): {p['memory_gb_per_accelerator']:.1f} of "
-                f"{p['memory_gb_capacity']:.0f} GiB per accelerator, {p['hours_per_run']:,.1f} h per run{limit}; "
+                f"{p['memory_gb_capacity']:.0f} GiB per accelerator, {hours_text(p['hours_per_run'])} per run{limit}; "
                 f"{p['binding']} binds")
     return (f"{p['replicas']:,}x {p['accelerator']}: {p['memory_gb_per_accelerator']:.1f} of "
             f"{p['memory_gb_capacity']:.0f} GiB, {p['tokens_per_s_per_user']:.1f} tok/s per device; {p['binding']} binds")
@@ -152,7 +152,7 @@ def _run_it(p: dict, job, stack: str) -> str:
         what = ("pretraining" if job.stage == "pretrain" else
                 f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
         return (f"run {what} of {job.model} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
-                f"expect about {p['hours_per_run']:,.1f} h per run; count the days it takes to make it work")
+                f"expect about {hours_text(p['hours_per_run'])} per run; count the days it takes to make it work")
     return (f"run {job.model} at {job.precision} with {_engine(stack)} on one {acc} ({p['system']}): expect "
             f"{job.min_tokens_per_s:g} tok/s (planned {p['tokens_per_s_per_user']:.1f})")
 
