@@ -253,10 +253,10 @@ def explanation_faults(plan: dict) -> list[str]:
     """What a plan's explanations claim against its own numbers. Every re-planned restriction (the
     next-best fleet without the plan's main system, a forced accelerator, a raised target) is a plan
     of the scenario, so it costs at least the plan's proven lower bound, cost x (1 - gap), unless it
-    says it serves fewer users (max-coverage: unserved_jobs); a lifted
-    cap said to bind must save money, a raised target said to bind must cost some. Checked for
-    one-year plans that serve every user (a multi-year plan's yearly average is not its objective,
-    and max-coverage weighs users against dollars)."""
+    says it serves fewer users (max-coverage: unserved_jobs); a lifted cap said to bind must save
+    money, a raised target said to bind must cost some. Checked for one-year plans that serve every
+    user (a multi-year plan's yearly average is not its objective, and max-coverage weighs users
+    against dollars)."""
     if "years" in plan or any(j.get("unserved") for j in plan["jobs"]) or plan["solver"].get("gap") is None:
         return []
     base = plan["total_cost_usd_per_year"]

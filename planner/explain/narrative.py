@@ -2,11 +2,12 @@
 
 The chain of "because" for a plan: each placement's binding resource with its numbers (why); the
 binding constraint families with their prices in the user's units (shadow.py: LPs with the fleet
-fixed, and the LP relaxation for long-run prices; whynot.py: re-planned finite differences for caps
-and targets); every unused catalog accelerator with the reason it cannot serve or the extra cost of
-using it; the next-best distinct fleet; and the seeds' three checks per job (runit.py).
+fixed, and the LP relaxation for long-run prices; replanned.py: re-planned finite differences for
+caps and targets); every unused catalog accelerator with the reason it cannot serve or the extra
+cost of using it (whynot.py); the next-best distinct fleet; and the seeds' three checks per job
+(three_checks.py).
 
-diagnose(): an elastic copy of the MILP (penalised shortfall per constraint family: budget, capex,
+diagnosis.py, for a scenario with no plan: an elastic copy of the MILP (penalised shortfall per constraint family: budget, capex,
 opex, site power, demand) names what to relax and by how much; the suggested values are rounded up
 so that re-planning with them finds a plan.
 """

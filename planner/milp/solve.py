@@ -28,10 +28,16 @@ from planner.data.errors import InputError, Problem, SolverError
 from planner.milp.fleet import FleetModel
 
 OK = ("optimal", "feasible")
-CBC_OPTIONS = ("passC 20", "dins on", "rins on", "vnd on")
+CBC_OPTIONS = ("passC 20", "dins on", "rins on", "vnd on", "probing off")
 """Root cut passes capped at 20 (CBC's default is 100 on small models): on the fleet MILP the
 late passes barely move the bound and cost most of the time (bank.yaml 0.9 -> 0.3 s; 50 random
-jobs 35 -> 9 s, same optimum; measured with benchmarks/speed.py)."""
+jobs 35 -> 9 s, same optimum; measured with benchmarks/speed.py).
+Probing off: the cbcbox build (CBC devel, git 146ce89) proved a plan "optimal" at $363,014/yr
+where a plan of $336,384/yr exists (fuzz seed 34 case 24: an N+1 serving job with a minutes-long
+LoRA run; its root node closed the gap after one pass of probing cuts with 7 variables fixed on
+cost); with probing off, or with PuLP's bundled CBC 2.10, or with HiGHS, it finds $336,384. On
+15 generated N+1 fleets (10-20 jobs) the core solves took 54.5 s in all against 48.6 s with probing
+(one draw each; the per-fleet times move both ways)."""
 
 
 @dataclass
