@@ -7,6 +7,11 @@ def usd(x: float | None, digits: int = 0) -> str:
     return "-" if x is None else f"${x:,.{digits}f}"
 
 
+def signed_usd(x: float, digits: int = 0) -> str:
+    """'$1,234' or '-$1,234'; an amount that rounds to zero is '$0', not '-$0'."""
+    return f"-${abs(x):,.{digits}f}" if round(x, digits) < 0 else f"${abs(x) if round(x, digits) == 0 else x:,.{digits}f}"
+
+
 def hours_text(h: float) -> str:
     """'12.5 h', or in minutes below a tenth of an hour ('2.4 min', not '0.0 h')."""
     return f"{h:,.1f} h" if h >= 0.05 else f"{h * 60:,.1f} min"

@@ -17,10 +17,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
+from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
 from planner.explain import replan, splits, whynot
 from planner.explain import three_checks as runit
-from planner.explain.replanned import cap_rows, row, target_rows, usd
+from planner.explain.replanned import cap_rows, row, target_rows
 
 # --- the explanation rows: binding constraint families with prices -------------------------------
 

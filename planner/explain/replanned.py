@@ -4,12 +4,8 @@ redundancy), each binding with the saving a plan without it finds, not binding (
 
 from __future__ import annotations
 
+from planner.data.money import signed_usd as usd
 from planner.explain import replan, whynot
-
-
-def usd(x: float, digits: int = 0) -> str:
-    """'$1,234' or '-$1,234'; an amount that rounds to zero is '$0', not '-$0'."""
-    return f"-${abs(x):,.{digits}f}" if round(x, digits) < 0 else f"${abs(x) if round(x, digits) == 0 else x:,.{digits}f}"
 
 
 def got_of(outcomes: dict, key: tuple) -> dict | None:

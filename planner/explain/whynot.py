@@ -26,8 +26,15 @@ import math
 import pulp
 
 from planner.data import deadline
+from planner.data.money import usd as _usd
 from planner.explain import batch
-from planner.explain.replan import MAX_NODES, Variant, builder, coverage_lost, coverage_text
+from planner.explain.replan import (
+    MAX_NODES,
+    Variant,
+    builder,
+    coverage_lost,
+    coverage_text,
+)
 from planner.milp.fleet import FleetModel
 from planner.options.eligibility import site_exclusion
 
@@ -175,10 +182,6 @@ def fleet_change(old: list[dict], new: list[dict]) -> str:
         if d:
             parts.append(f"{'adds' if d > 0 else 'drops'} {abs(d)}x {f['system']} ({f['acquisition']}, {f['provider']})")
     return "; ".join(parts) or "the same systems"
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}"
 
 
 def _no_option_reason(acc: str, opts) -> str:
