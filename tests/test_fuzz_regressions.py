@@ -179,3 +179,24 @@ policy: {redundancy: n+1}
     assert abs(plan["total_cost_usd_per_year"] - 336_384) <= 336_384 * 0.001
     assert [(f["system"], f["systems"]) for f in plan["fleet"] if f["accelerator"] == "a100-80gb"] == [("a100-80gb-x8", 6)]
     assert plan["next_best"]["cost_usd_per_year"] >= plan["total_cost_usd_per_year"] * (1 - plan["solver"]["gap"])
+
+
+def test_a_nearly_idle_owned_system_is_verified_within_its_rounding(plan_cli, tmp_path):
+    """fuzz seed 37 case 134: a LoRA run of 1.3 minutes, 365 a year, on one reserved GPU: about 7.5
+    of 8,760 accelerator-hours. The plan states the hours to whole hours (7) and the utilisation to
+    4 places (0.0009, from the hours before rounding); the verifier allowed only 1e-4 between the
+    two, less than both roundings together (7 / 8,760 = 0.0008), and rejected a correct plan (exit 1)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-139039
+jobs:
+- {name: tune-0, stage: finetune, model: mixtral-8x7b, method: lora, dataset_tokens: 280000.0,
+   epochs: 1, runs_per_year: 365, max_hours_per_run: 72, sequence_tokens: 2211, lora_rank: 64}
+solver: {time_limit_s: 5}
+site: {kind: datacenter, cooling: air, power_cap_kw: 164.0}
+policy: {acquisition: [reserved-1y, reserved-3y]}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    util = json.loads(res.out)["utilisation"]
+    assert [(u["offer"], u["accelerator_hours_used"]) for u in util] == [("rtx-pro-6000-x1-reserved-1y-hyperstack", 7.0)]
+    assert abs(util[0]["utilisation"] - 0.0009) < 1e-9

@@ -172,7 +172,8 @@ def check_utilisation(rows: list[dict], fleet: dict, cat: Catalog, v: Verificati
             continue
         hours = HOURS_PER_YEAR * f["accelerators"] * site / f["systems"]
         used = u["accelerator_hours_used"]
-        v.check("plan", 0.0 <= used <= hours * (1 + 1e-6) + 1 and close(u["utilisation"], used / hours, 0.0, 1e-4),
+        slack = 5e-5 + 0.5 / max(hours, 1.0) + 1e-9  # utilisation shown to 4 places, hours to whole hours
+        v.check("plan", 0.0 <= used <= hours * (1 + 1e-6) + 1 and close(u["utilisation"], used / hours, 0.0, slack),
                 f"{name}: {used:,.0f} accelerator-hours of {hours:,.0f} reported as {u['utilisation']}")
         if ledger is not None:
             v.check("plan", close(used, ledger.slot_hours[o.id], REL, 1.0),
