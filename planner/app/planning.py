@@ -35,6 +35,9 @@ SHORTLIST_SHARE = 0.5
 search may take when the plan has a wall-clock budget: the rest goes to the full model's root node
 (ROOT_SHARE of what is left then), whose bound is what the plan's gap is measured against."""
 ROOT_SHARE = 0.6
+ROOT_SHARE_ALONE = 0.9
+"""ROOT_SHARE when no explanations follow the solve (--explain none): only the readout and the
+verifier are left to run, so the root nodes may take nearly all of the time left"""
 ROOT_MIN_S = 2.0
 """the full model's root node is not started with less time than this for it"""
 
@@ -72,9 +75,11 @@ def require_solution(res: SolveResult, s: Scenario) -> None:
                           "or solver.gap in the scenario")
 
 
-def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None):
+def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
+                   explained: bool = True):
     """Returns (catalog, options, fleet model, result) for a solved plan, one period or years; raises
-    InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4)."""
+    InfeasibleError (exit 3) with a diagnosis, or SolverError (exit 4). explained: explanations
+    follow (they share the time limit)."""
     cat, opts = prepare(s, catalog_paths)
     deadline.step("solve")
     fm = model.build(s, cat, opts)
@@ -106,7 +111,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     if bound is not None:
         measured = prune.against_full_model(res, bound, s.solver.gap)
         b = deadline.current()
-        root_s = ROOT_SHARE * b.left() if b is not None else prune.ROOT_SHARE * (time_limit_s or s.solver.time_limit_s)
+        share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
+        root_s = share * b.left() if b is not None else prune.ROOT_SHARE * (time_limit_s or s.solver.time_limit_s)
         if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap \
                 and root_s >= ROOT_MIN_S:
             deadline.step("bound")  # a tighter valid bound: the full model's root node, with cuts,
@@ -127,7 +133,7 @@ def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: fl
     if multi:
         check_multiyear(s)
     with deadline.budget(time_limit_s or s.solver.time_limit_s):
-        cat, opts, fm, res = solve_scenario(s, catalog_paths, time_limit_s)
+        cat, opts, fm, res = solve_scenario(s, catalog_paths, time_limit_s, explained=explain not in (False, "none"))
         plan = (read_multiyear if multi else read_plan)(s, fm, res)
         if explain:
             deadline.step("explanations")
