@@ -34,6 +34,9 @@ class FullBound:
     pairs: int  # candidate pairs in the full model
     model: object = None  # the full model, to tighten the bound at its root node (root_bound)
     basis: str = "LP relaxation"
+    lp_seconds: float = 0.0
+    """how long the full model's LP took: about one cut pass of its root node, the step by which
+    CBC overruns a time limit (it checks the clock between passes)"""
 
 
 def full_model_bound(fm: fleet.FleetModel) -> FullBound:
@@ -53,7 +56,7 @@ def full_model_bound(fm: fleet.FleetModel) -> FullBound:
         for (dk, i, oid, _), v in store.items():
             if res.values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
-    return FullBound(res.objective, used, pairs, full)
+    return FullBound(res.objective, used, pairs, full, lp_seconds=res.seconds)
 
 
 def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | None = None,
