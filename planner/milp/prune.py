@@ -115,11 +115,14 @@ def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) ->
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:
-    """A shortlisted plan's status and gap measured against the full model's bound."""
+    """A plan's status and gap measured against the full model's bound, the best valid bound known
+    (its LP relaxation, or the highest of its root nodes'). The solve's own gap is not kept: it is
+    against a shortlisted model's bound (no bound on plans outside the shortlist) or against one
+    root node's, which the full model's bound already holds or beats."""
     if not res.ok or res.objective is None:
         return res
     if bound.objective is None:
         return dataclasses.replace(res, status="feasible", gap=None)
     gap = max(0.0, (res.objective - bound.objective) / max(abs(res.objective), 1e-9))
     proven = res.status == "optimal" and gap <= gap_asked + 1e-12
-    return dataclasses.replace(res, status="optimal" if proven else "feasible", gap=max(gap, res.gap or 0.0))
+    return dataclasses.replace(res, status="optimal" if proven else "feasible", gap=gap)
