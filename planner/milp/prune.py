@@ -71,7 +71,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
     the neighbourhood of the plan they start from, and a cheaper plan gives them a new one. On 60
     generated jobs of every acquisition mode (benchmarks/milp.py --only large, seed 3, limit 60 s)
     the first root node lowers the shortlisted plan 2,226,927 -> 2,208,662 $/yr, the second to
-    2,191,230, the third to 2,185,886 (gap 3.61% -> 2.40%); the fourth finds nothing cheaper."""
+    2,191,230, the third to 2,185,886 (gap 3.61% -> 2.35%); the fourth finds nothing cheaper."""
     if bound.model is None or bound.objective is None:
         return bound, None
     end = time.perf_counter() + max(1.0, time_limit_s)
