@@ -322,3 +322,21 @@ def test_the_full_model_starts_from_the_shortlisted_plan_at_its_cost(monkeypatch
         assert room >= -1e-6 * max(1.0, abs(c.constant)), c.name
     assert pulp.value(full.prob.objective) == pytest.approx(res.objective, rel=1e-9)
     assert bound.objective <= res.objective * (1 + 1e-9)
+
+
+def test_a_plans_gap_is_against_the_full_models_best_bound():
+    """The plan's gap is what the full model's best bound proves (its LP relaxation or its highest
+    root node), not the larger gap a last solve reports against its own weaker bound: a restarted
+    root node can end below an earlier one's bound."""
+    from planner.milp import prune
+    from planner.milp.solve import SolveResult
+
+    last = SolveResult("feasible", 4.0, 0.04, 2_185_885.0, "cbc (cbcbox)", bound=2_098_450.0)
+    best = prune.FullBound(2_134_450.0, {}, 0)
+    got = prune.against_full_model(last, best, 0.01)
+    assert got.status == "feasible"
+    assert got.gap == pytest.approx((2_185_885 - 2_134_450) / 2_185_885)  # 2.35%, not the solve's 4%
+    proven = prune.against_full_model(SolveResult("optimal", 1.0, 0.001, 100.0, "cbc"), prune.FullBound(99.5, {}, 0), 0.01)
+    assert (proven.status, round(proven.gap, 4)) == ("optimal", 0.005)
+    short = prune.against_full_model(SolveResult("optimal", 1.0, 0.001, 100.0, "cbc"), prune.FullBound(95.0, {}, 0), 0.01)
+    assert (short.status, round(short.gap, 4)) == ("feasible", 0.05)  # the shortlist's optimum, 5% above the bound
