@@ -82,8 +82,13 @@ def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
 
 def check_models(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"unknown model '{job.model}'", f"jobs.{i}.model ({job.name})",
-                    suggest(job.model, cat.models, "models") + " Or define it under 'models:' in the scenario.")
+                    _or_define(suggest(job.model, cat.models, "models")))
             for i, job in enumerate(s.jobs) if job.model not in cat.models]
+
+
+def _or_define(hint: str) -> str:
+    """'did you mean X? Or define it ...', 'see the known names with ..., or define it ...'."""
+    return hint + (" Or define it" if hint.endswith("?") else ", or define it") + " under 'models:' in the scenario."
 
 
 def check_accelerators(s: Scenario, cat: Catalog) -> list[Problem]:
