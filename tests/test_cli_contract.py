@@ -168,6 +168,23 @@ def test_a_search_the_time_limit_stopped_is_warned_once(capsys):
     assert len(lines) == 2 and lines[1].startswith("warning: the time limit cut short the explanations")
 
 
+def test_a_shortlisted_plan_is_warned_of_only_when_not_proven(capsys):
+    """A shortlisted plan proven optimal against the full model's bound (every candidate pair) gets
+    no shortlist warning (it said "not proven over every candidate" under "optimal"); a feasible one
+    is told what its gap covers and what the shortlist may have missed."""
+    from planner.cli.running import _warnings
+
+    _warnings({"status": "optimal", "solver": {"gap": 0.001, "pairs_pruned": 362}})
+    assert capsys.readouterr().err == ""
+    _warnings({"status": "feasible", "solver": {"gap": 0.0235, "pairs_pruned": 8960}})
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and "(gap up to 2.35%)" in lines[0]
+    assert lines[1] == ("warning: a large scenario: the search ran over a shortlist that left out 8,960 of the "
+                        "candidate (configuration, offer) pairs; the gap is measured against every pair (the full "
+                        "model's bound), and a cheaper plan may use one left out; split the scenario or narrow the "
+                        "policy to search them all")
+
+
 def test_out_of_time_without_a_plan_is_exit_4(monkeypatch, tmp_path, plan_cli):
     monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=False))))
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json")
