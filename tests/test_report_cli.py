@@ -129,3 +129,21 @@ def test_readme_verify_step_works_as_written(plan_cli, tmp_path, monkeypatch):
     assert plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "-o", "plan.json", "--quiet").code == 0
     r = plan_cli("verify", SCENARIOS / "bank.yaml", "plan.json")
     assert r.code == 0 and "checks passed" in r.out, r.err
+
+
+def test_a_report_passed_on_says_a_feasible_plan_is_not_proven_and_by_how_much():
+    """The status line of the text, markdown and HTML reports carries the gap of a plan that is not
+    proven optimal (it said only 'feasible'; the gap was on stderr, which a saved report loses)."""
+    from planner.cli.html import plan_html
+    from planner.cli.render import headline, plan_markdown
+
+    plan = {"scenario": "large-60", "status": "feasible", "horizon_years": 1, "total_cost_usd_per_year": 2_185_885.0,
+            "total_cost_usd_over_horizon": 2_185_885.0, "fleet": [], "jobs": [],
+            "solver": {"gap": 0.023531, "name": "cbc (cbcbox)", "variables": 15122, "constraints": 11163},
+            "utilisation": []}
+    said = "feasible, not proven optimal (gap up to 2.35%)"
+    assert headline(plan) == f"Plan for 'large-60': {said}, $2,185,885 per year ($2,185,885 over 1 year)"
+    assert f"**Status:** {said}." in plan_markdown(plan)
+    assert f'<span class="status-feasible">{said}</span>' in plan_html(plan)
+    assert headline({**plan, "solver": {"gap": None}}).startswith("Plan for 'large-60': feasible, not proven optimal (gap unknown), ")
+    assert headline({**plan, "status": "optimal"}).startswith("Plan for 'large-60': optimal, $2,185,885")

@@ -20,6 +20,7 @@ from planner.cli.render import (
     placement_columns,
     placement_rows,
     pool_lines,
+    status_text,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -119,7 +120,7 @@ def whynot_chart(plan: dict) -> str:
 
 def plan_html(plan: dict) -> str:
     body = [f"<h1>Hardware plan: {_e(plan['scenario'])}</h1>",
-            f'<p class="headline"><span class="status-{_e(plan["status"])}">{_e(plan["status"])}</span> '
+            f'<p class="headline"><span class="status-{_e(plan["status"])}">{_e(status_text(plan))}</span> '
             f"&middot; {_e(cost_line(plan))}</p>"]
     if plan.get("summary"):
         body.append(f'<div class="decision">{_e(plan["summary"])}</div>')

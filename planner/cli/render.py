@@ -106,8 +106,17 @@ def cost_line(plan: dict) -> str:
     return f"{usd(plan['total_cost_usd_per_year'])} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
 
 
+def status_text(plan: dict) -> str:
+    """The plan's status, with its gap when it is not proven optimal: a report passed on without the
+    command's warnings still says how far from the cheapest plan it may be."""
+    if plan["status"] != "feasible":
+        return plan["status"]
+    gap = plan["solver"].get("gap")
+    return "feasible, not proven optimal (" + (f"gap up to {gap:.2%})" if gap is not None else "gap unknown)")
+
+
 def headline(plan: dict) -> str:
-    return f"Plan for '{plan['scenario']}': {plan['status']}, {cost_line(plan)}"
+    return f"Plan for '{plan['scenario']}': {status_text(plan)}, {cost_line(plan)}"
 
 
 def plan_text(plan: dict, width: int | None = None) -> str:
@@ -157,7 +166,7 @@ def _is_table_line(line: str) -> bool:
 
 def plan_markdown(plan: dict) -> str:
     lines = [f"# Hardware plan: {plan['scenario']}", "",
-             f"**Status:** {plan['status']}. **Cost:** {cost_line(plan)}.", "",
+             f"**Status:** {status_text(plan)}. **Cost:** {cost_line(plan)}.", "",
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",
