@@ -288,7 +288,8 @@ class SolverInfo(Part):
     """The MILP solve."""
 
     name: str = Field(description="the solver used")
-    seconds: float = absent("wall-clock seconds of the solve; absent with --no-timings")
+    seconds: float = absent("wall-clock seconds of the solve (a shortlisted plan's: the shortlist's search, the "
+                            "full model's LP bound and its root nodes together); absent with --no-timings")
     gap: float | None = Field(description="relative optimality gap at the end, 0..1; null when unknown")
     variables: int = Field(description="variables in the model")
     constraints: int = Field(description="constraint rows in the model")
