@@ -58,6 +58,23 @@ def test_an_infeasible_lp_among_them_is_found_and_the_others_keep_their_optimum(
             assert t.objective == pytest.approx(a.objective, rel=1e-7, abs=1e-6)
 
 
+def test_lps_past_the_time_limit_are_neither_built_together_nor_halved(monkeypatch):
+    """Once the time limit has passed, the explanations' LPs are left out at once, said cut short:
+    a joint LP the time stopped was halved down to single models, each rebuilt and started past the
+    limit (500 generated jobs, limit 60 s: the command ended at 75 s; now 62 s)."""
+    from planner.data import deadline
+
+    models = _forced_models("bank.yaml")[:4]
+    built = []
+    monkeypatch.setattr(batch, "joint", lambda *a, **k: built.append(len(a[0])))
+    with deadline.budget(1e-9) as b:
+        deadline.step("explanations")
+        got = batch.solve_lps(models)
+        cuts = list(b.cuts)
+    assert built == [] and [r.status for r in got] == ["not-solved"] * 4 and all(r.cut_short for r in got)
+    assert cuts == ["explanations"]
+
+
 def test_small_milps_solved_together_are_each_proven_optimal():
     models = [fm for fm in _forced_models("bank.yaml") if len(fm.prob.variables()) <= 50][:5]
     assert len(models) >= 2
