@@ -73,7 +73,8 @@ def solve_lps(models: list[FleetModel], time_limit_s: float | None = None) -> li
     solver run where that is exact and saves time (see the module docstring)."""
     if models and deadline.left() <= 0:  # the time limit passed: building joint models (and halving them
         deadline.cut(deadline.current().step or "a solve")  # down to one) would run on past it (500 jobs: 17 s)
-        return [SolveResult("not-solved", 0.0, None, None, "cbc", cut_short=True) for _ in models]
+        return [SolveResult("not-solved", 0.0, None, None, models[0].scenario.solver.name, cut_short=True)
+                for _ in models]
     if len(models) < 2 or models[0].scenario.solver.name != "cbc":
         return [_one(fm, time_limit_s) for fm in models]
     got = joint(models, time_limit_s)

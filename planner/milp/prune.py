@@ -33,7 +33,6 @@ class FullBound:
     support: dict  # demand -> {(option index, offer)} the LP uses
     pairs: int  # candidate pairs in the full model
     model: object = None  # the full model, to tighten the bound at its root node (root_bound)
-    basis: str = "LP relaxation"
     lp_seconds: float = 0.0
     """how long the full model's LP took: about one cut pass of its root node, the step by which
     CBC overruns a time limit (it checks the clock between passes)"""
@@ -82,7 +81,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
             warm_start(bound.model, start_model, start.values)
         res = solve(bound.model, time_limit_s=max(1.0, end - time.perf_counter()), gap=0.0, max_nodes=1, warm=warm)
         if res.bound is not None and res.bound > bound.objective:
-            bound = dataclasses.replace(bound, objective=res.bound, basis="root node of the full model (cuts)")
+            bound = dataclasses.replace(bound, objective=res.bound)
         if not (warm and res.ok and res.objective is not None and start.objective is not None
                 and res.objective < start.objective - 1e-6 * max(1.0, abs(start.objective))):
             return bound, better
