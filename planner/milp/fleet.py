@@ -44,7 +44,7 @@ from planner.data.catalog import Catalog
 from planner.data.errors import SolverError
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import complexity, crossdisagg, owned, pooling, rows
+from planner.milp import complexity, covers, crossdisagg, owned, pooling, rows
 from planner.milp.api import define_api_variables
 from planner.milp.model import FleetModel
 from planner.options import shortlist
@@ -192,6 +192,7 @@ FAMILIES = (
     rows.define_demand_constraints,
     rows.define_capacity_constraints,
     pooling.define_pool_constraints,
+    covers.define_cover_cuts,
     crossdisagg.define_cross_links,
     rows.define_availability_constraints,
     rows.define_budget_constraints,

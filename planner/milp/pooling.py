@@ -46,7 +46,7 @@ def pooled(fm, dk: str) -> str | None:
     return fm.options.demands[dk].pool
 
 
-def _members(fm) -> dict[tuple, list]:
+def members(fm) -> dict[tuple, list]:
     """(pool, config, offer, year) -> [(demand, option index, y variable)] over pooled demands' y."""
     out: dict[tuple, list] = {}
     for (dk, i, oid, t), v in sorted(fm.y.items()):
@@ -60,7 +60,7 @@ def define_pool_variables(fm) -> None:
     """Y[p,c,o] int in {0..sum_d ceil(users_d / users_i)}; owned o: busy power on Y; rented o: a
     shared R[o,h] with rent price x hours x R (see the module docstring)."""
     site = fm.scenario.site
-    for key, ms in sorted(_members(fm).items()):
+    for key, ms in sorted(members(fm).items()):
         oid, t = key[2], key[3]
         dk, i, _ = ms[0]
         opt, d, o = fm.options.serve[dk][i], fm.options.demands[dk], fm.offer(oid)
@@ -128,7 +128,7 @@ def define_pool_constraints(fm) -> None:
     a whole one (60 generated jobs, seed 3: LP bound 2,001,332 -> 2,198,356 $/yr). Valid for every
     plan whose loads serve no more than each demand needs (any plan's can be lowered to that, see
     define_pool_spares): Y is an integer, at least 1 where d has load, and users_i y <= users_d."""
-    for key, ms in sorted(_members(fm).items()):
+    for key, ms in sorted(members(fm).items()):
         fm.add("pool-load", key, pulp.lpSum(v for _, _, v in ms) <= fm.yp[key])
         if not fm.tight:
             continue
@@ -180,7 +180,7 @@ def pooled_usage(fm, values: dict[str, float], year: int | None = None) -> dict[
     """offer -> pooled demand -> accelerator-hours in `year` (default: the last): each pool row's
     replica-hours split between its demands by the load each puts on it."""
     use: dict[str, dict[str, float]] = {}
-    for key, ms in _members(fm).items():
+    for key, ms in members(fm).items():
         if key[3] != (year or fm.last):
             continue
         yv = fm.yp.get(key)
@@ -201,7 +201,7 @@ def pool_rows(fm, values: dict[str, float], year: int | None = None) -> list[dic
     """The plan's `pools` in `year` (default: the last): which demands share which replicas, with
     the load each puts on them."""
     out = []
-    for key, ms in sorted(_members(fm).items()):
+    for key, ms in sorted(members(fm).items()):
         yv = fm.yp.get(key)
         reps = round(values.get(yv.name, 0.0)) if yv is not None else 0
         loads = {dk: round(values.get(v.name, 0.0), 4) for dk, _, v in ms if values.get(v.name, 0.0) > 1e-6}

@@ -20,7 +20,9 @@
                 paid, 'opex' the running costs, each <= its cap (data.years.year_caps)
   power         bought systems held in year t: sum_o power_kw_o held(o,t) <= site.power_cap_kw
 Objective: model.total_cost + a tie-break of TIE_BREAK_USD per system bought, reserved or rented (no
-idle system is ever bought, even at a near-zero price) + the coverage and elastic penalties.
+idle system is ever bought, even at a near-zero price) and per replica of a disaggregated option
+(prefill and decode split on one system, or a half of a split across two: at equal cost, the
+aggregated replica, which is simpler to run) + the coverage and elastic penalties.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from planner.data.years import year_caps
 from planner.milp import pooling
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
+from planner.physics import disagg
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD
 
 HOURS = HOURS_PER_YEAR
@@ -216,9 +219,15 @@ def _elastic(fm, family: str, year: int):
     return fm.var(fm.slack, (family, year), "Continuous", 0, None)
 
 
+def _disaggregated_replicas(fm) -> list:
+    """The integer replicas of disaggregated options (one-system splits and cross-system halves)."""
+    return [v for _, _, opt, _, v in pooling.serving_terms(fm)
+            if opt.half is not None or opt.basis_note.startswith(disagg.NOTE)]
+
+
 def define_objective(fm) -> None:
     obj = fm.total_cost() + TIE_BREAK_USD * pulp.lpSum([*fm.p.values(), *fm.k.values(), *fm.r.values(),
-                                                         *fm.rp.values()])
+                                                         *fm.rp.values(), *_disaggregated_replicas(fm)])
     if fm.unserved:
         weight = COVERAGE_WEIGHT * (1e3 if fm.elastic else 1)
         obj += pulp.lpSum(weight * fm.options.demands[dk].priority * v for (dk, _), v in fm.unserved.items())
