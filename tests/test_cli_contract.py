@@ -125,7 +125,9 @@ def test_time_limit_always_set():
     from planner.milp.solve import make_solver
 
     solver, _ = make_solver(0.2, 0.001)
-    assert solver.timeLimit == 1
+    assert solver.timeLimit == 0.25  # never 0 (no limit): at least MIN_LIMIT_S
+    solver, _ = make_solver(4.637, 0.001)
+    assert solver.timeLimit == 4.64  # fractional seconds, not truncated to whole ones
     solver, _ = make_solver(60, 0.001)
     assert solver.timeLimit == 60
 

@@ -83,6 +83,10 @@ def _cbcbox_path() -> str | None:
 
 
 SOLVERS = ("cbc", "highs")
+MIN_LIMIT_S = 0.25
+"""the shortest time limit a solve is given (CBC reads fractional seconds and stops within a few
+hundredths of them; a limit of 0 would be none): an explanation MILP started with 0.4 s of its
+budget left used to get 1 s, the whole seconds the limit was truncated to, and ran past the budget"""
 
 
 def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True, name: str = "cbc",
@@ -92,7 +96,7 @@ def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = T
     if name == "highs":
         return _highs(time_limit_s, gap, threads, mip, max_nodes), "highs"
     options = list(CBC_OPTIONS) + ([f"maxNodes {max_nodes}"] if max_nodes is not None and mip else [])
-    kwargs = dict(msg=False, timeLimit=max(1, int(time_limit_s)), gapRel=gap, threads=threads, mip=mip,
+    kwargs = dict(msg=False, timeLimit=max(MIN_LIMIT_S, round(time_limit_s, 2)), gapRel=gap, threads=threads, mip=mip,
                   options=options)
     path = _cbc_path()
     if path and os.path.exists(path):
@@ -120,7 +124,7 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
 
         from pulp.apis import highs_api
         pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
-    return pulp.HiGHS(msg=False, timeLimit=float(max(1, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
+    return pulp.HiGHS(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
                       **params)
 
 
