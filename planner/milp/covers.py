@@ -22,8 +22,15 @@ Rows it is taken from:
                               the load rows (sum y <= Y) give it, whenever no member has an API or
                               unserved share; Y is integer, so its MIR holds
 Each is implied by rows every plan meets and the integrality of x, so the optimum is unchanged; the
-LP bound rises (20 generated buy-only N+1 fleets of 10-20 jobs: LP bound +1-12%; core solves 39.9 s
--> 33.5 s in all, the slowest 12.5 s -> 6.5 s; benchmarks/milp.py --only core).
+LP bound rises. Measured on this project's 2-core machine (benchmarks/milp.py; one draw each, and a
+single fleet's time moves either way with any change to the model):
+  generated buy-only N+1 fleets, LP bound       +0.04% to +12%
+  core solves, 10-20 jobs, seeds 3-6            33.8 s -> 31.2 s in all (10 jobs seed 3: 12.5 -> 5.9 s)
+  core solves, 15 and 20 jobs, seeds 10-14      98.8 s, 2 of 10 not proven in 30 s -> 38.0 s, all proven
+  core solves, 10-20 jobs, seeds 7-9            59.1 s -> 79.4 s: 20 jobs seed 7, proven in 32 s before,
+                                                is not in 60 s (its root cuts stop at a lower bound)
+  60 / 200 generated jobs, every mode, 60 s     gap 2.35% -> 2.21% / 6.90% -> 5.53% (seed 3; the 200-job
+                                                plan 2.2% cheaper), 2.96% -> 1.52% / 2.79% -> 2.47% (seed 4)
 """
 
 from __future__ import annotations
