@@ -24,7 +24,7 @@ Rows it is taken from:
 Each is implied by rows every plan meets and the integrality of x, so the optimum is unchanged; the
 LP bound rises. Measured on this project's 2-core machine (benchmarks/milp.py; one draw each, and a
 single fleet's time moves either way with any change to the model):
-  generated buy-only N+1 fleets, LP bound       +0.04% to +12%
+  22 generated buy-only N+1 fleets, LP bound    +0.3% to +11.5%
   core solves, 10-20 jobs, seeds 3-6            33.8 s -> 31.2 s in all (10 jobs seed 3: 12.5 -> 5.9 s)
   core solves, 15 and 20 jobs, seeds 10-14      98.8 s, 2 of 10 not proven in 30 s -> 38.0 s, all proven
   core solves, 10-20 jobs, seeds 7-9            59.1 s -> 79.4 s: 20 jobs seed 7, proven in 32 s before,
