@@ -1,0 +1,77 @@
+"""MIR cuts of the serving demand rows (milp/covers.py): each holds at every integer point of its
+row (checked by enumeration), cuts off the LP relaxation's fractional replicas, and leaves the
+plan's cost where enumeration puts it."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pulp
+import pytest
+from test_bruteforce import scenario, serve
+from test_milp_core import N1, n_plus_1_brute_force
+
+from planner.app import planning
+from planner.app.planning import make_plan
+from planner.data import deadline
+from planner.milp import covers, fleet
+from planner.milp.solve import solve
+
+
+def _row(coefs):
+    prob = pulp.LpProblem("row", pulp.LpMinimize)
+    xs = [prob.add_variable(f"x{j}", 0, cat="Integer") for j in range(len(coefs))]
+    return xs, list(zip(coefs, xs))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_cut_holds_at_every_integer_point_of_its_row(seed):
+    rng = random.Random(seed)
+    coefs = [rng.choice([7, 13, 21, 40, 64, 100, 184, 300]) for _ in range(rng.randint(1, 3))]
+    b = rng.randint(50, 700)
+    xs, terms = _row(coefs)
+    cuts = covers.mir(terms, b)
+    top = [math.ceil(b / a) + 1 for a in coefs]
+    for point in itertools.product(*(range(t + 1) for t in top)):
+        if sum(a * x for a, x in zip(coefs, point)) >= b:
+            value = dict(zip(xs, point))
+            for rhs, cut in cuts:
+                assert sum(c * value[v] for c, v in cut) >= rhs - 1e-9, (coefs, b, point, cut, rhs)
+
+
+def test_one_option_rounds_up_to_whole_replicas():
+    # 300 users on replicas of 64: the row alone lets the LP hold 4.69 replicas, the cut 5
+    xs, terms = _row([64])
+    assert [(rhs, [(c, v.name) for c, v in cut]) for rhs, cut in covers.mir(terms, 300)] == [(5, [(1.0, "x0")])]
+    # a demand that is a multiple of the replica, or smaller than one: nothing to add
+    assert covers.mir(terms, 320) == [] and covers.mir(terms, 40) == []
+
+
+def test_two_options_cut_off_the_fractional_mix():
+    xs, terms = _row([64, 300])
+    cuts = covers.mir(terms, 500)
+    # the LP's cheapest point at 1 $/replica-user: 500/300 replicas of the large option
+    lp_point = {xs[0]: 0.0, xs[1]: 500 / 300}
+    assert any(sum(c * lp_point[v] for c, v in cut) < rhs - 1e-6 for rhs, cut in cuts)
+
+
+def _lp_and_plan(s, with_cuts: bool, monkeypatch) -> tuple[float, float]:
+    if not with_cuts:
+        monkeypatch.setattr(covers, "mir", lambda terms, b: [])
+    with deadline.budget(120):
+        cat, opts = planning.prepare(s)
+        fm = fleet.build(s, cat, opts)
+        lp = solve(fm, time_limit_s=60, mip=False)
+    return lp.objective, make_plan(s, explain=False)["total_cost_usd_per_year"]
+
+
+def test_the_lp_bound_rises_and_the_plan_stays_at_the_enumerated_optimum(monkeypatch):
+    s = scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
+                  serve("docs", 60, context=32768, precision="bf16")], N1)
+    expected = n_plus_1_brute_force(s)
+    lp_cut, plan_cut = _lp_and_plan(s, True, monkeypatch)
+    lp_row, plan_row = _lp_and_plan(s, False, monkeypatch)
+    assert plan_cut == pytest.approx(expected, rel=1e-6) and plan_row == pytest.approx(expected, rel=1e-6)
+    assert lp_row < lp_cut <= expected * (1 + 1e-9)
