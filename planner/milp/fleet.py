@@ -29,6 +29,8 @@ towards the integer hull, each with its proof in its function's docstring:
   pool-share   sum_i users_i y[d,i,o,t] <= users[d,t] u_pool, pooled d       (pooling.define_pool_spares)
   pool-cover   users_i y[d,i,o,t] <= users[d,t] Y[p,c,o,t], pooled d, users[d,t] < users_i
                                                                              (pooling.define_pool_constraints)
+  cover-mir    the mixed-integer rounding of each demand row (of each pool's summed rows) over its
+               integer replicas, one per replica size as divisor: whole replicas (covers.py)
 Each holds in every minimal plan (no replica removable, no load lowerable with the demand still
 met), and every plan lowers to a minimal one at no higher cost, so the optimum is unchanged.
 """
