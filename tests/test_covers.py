@@ -43,7 +43,7 @@ def test_every_cut_holds_at_every_integer_point_of_its_row(seed):
 
 def test_one_option_rounds_up_to_whole_replicas():
     # 300 users on replicas of 64: the row alone lets the LP hold 4.69 replicas, the cut 5
-    xs, terms = _row([64])
+    _, terms = _row([64])
     assert [(rhs, [(c, v.name) for c, v in cut]) for rhs, cut in covers.mir(terms, 300)] == [(5, [(1.0, "x0")])]
     # a demand that is a multiple of the replica, or smaller than one: nothing to add
     assert covers.mir(terms, 320) == [] and covers.mir(terms, 40) == []

@@ -37,8 +37,8 @@ from planner.data.years import year_caps
 from planner.milp import pooling
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
-from planner.physics import disagg
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD
+from planner.physics import disagg
 
 HOURS = HOURS_PER_YEAR
 
