@@ -44,6 +44,9 @@ ROOT_SHARE = 0.6
 ROOT_SHARE_ALONE = 0.9
 """ROOT_SHARE when no explanations follow the solve (--explain none): only the readout and the
 verifier are left to run, so the root nodes may take nearly all of the time left"""
+ROOT_SHARE_UNBUDGETED = 0.25
+"""share of the solver's time limit the full model's root node may take when the solve has no
+wall-clock budget (solve_scenario called outside make_plan: tests, sweeps)"""
 ROOT_MIN_S = 2.0
 """the full model's root node is not started with less time than this for it, nor with less than its
 LP took (a root node solves the LP first: 500 generated jobs, LP 7.5 s, a root node given 2.4 s
@@ -123,7 +126,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         searched = res.seconds + bound.lp_seconds  # the plan's solve: the shortlist's, the full LP, the roots
         measured = prune.against_full_model(res, bound, s.solver.gap)
         b = deadline.current()
-        root_s = share * b.left() if b is not None else prune.ROOT_SHARE * (time_limit_s or s.solver.time_limit_s)
+        root_s = share * b.left() if b is not None else ROOT_SHARE_UNBUDGETED * (time_limit_s or s.solver.time_limit_s)
         if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap \
                 and _root_fits(root_s, bound.lp_seconds):
             root_s -= bound.lp_seconds  # (CBC's overrun past its limit: one cut pass, about one LP)

@@ -22,11 +22,6 @@ from planner.data.errors import SolverError
 from planner.milp import fleet
 from planner.milp.solve import SolveResult, solve
 
-ROOT_SHARE = 0.25
-"""share of the solver's time limit the full model's root node (cuts) may take to tighten the bound
-when the plan has no wall-clock budget (app/planning.py gives it the time the budget leaves)"""
-
-
 @dataclasses.dataclass
 class FullBound:
     objective: float | None  # USD per year (or NPV); None when the LP did not solve
