@@ -132,7 +132,7 @@ def test_coverage_weight_never_enters_a_price():
 
 
 def test_highs_gives_the_same_plan_as_cbc(plan_cli):
-    pytest.importorskip("highspy")
+    pytest.importorskip("highspy", reason='HiGHS is an optional extra: pip install ".[highs]" to test it')
     cbc = _plan_json(plan_cli, "--explain", "none")
     highs = _plan_json(plan_cli, "--explain", "none", "--solver", "highs")
     assert highs["solver"]["name"] == "highs" and cbc["solver"]["name"].startswith("cbc")
