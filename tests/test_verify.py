@@ -10,23 +10,22 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCENARIOS, shipped_plan
 
-from planner.app.pipeline import plan_scenario
-from planner.data.errors import InfeasibleError
 from planner.data.consistency import resolve
-from planner.data.scenario import Budget, Site, load_scenario
+from planner.data.errors import InfeasibleError
+from planner.data.scenario import Budget, Site
 from planner.verify.plan import verify
 
 
 @pytest.fixture(scope="module")
 def bank():
-    s = load_scenario(SCENARIOS / "bank.yaml")
-    return s, resolve(s), plan_scenario(s)
+    s, plan = shipped_plan("bank.yaml")  # (planned once per run; the tests deep-copy it to forge)
+    return s, resolve(s), plan
 
 
 @pytest.fixture(scope="module")
 def tune():
-    s = load_scenario(SCENARIOS / "support-finetune.yaml")
-    return s, resolve(s), plan_scenario(s)
+    s, plan = shipped_plan("support-finetune.yaml")
+    return s, resolve(s), plan
 
 
 def failures(plan, s, cat) -> list[str]:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from planner.data import deadline
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
-from planner.explain import replan, splits, whynot
+from planner.explain import replan, splits, whynot, whynot_limits
 from planner.explain import three_checks as runit
 from planner.explain.replanned import cap_rows, row, target_rows
 
@@ -176,7 +176,8 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
             outcomes = pending.result()
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + cap_rows(plan, s, outcomes, long))
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds)
+    limits = whynot_limits.limits_of(s, cat, fm, whynot.without_plan(bounds, outcomes), limit)
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
 
@@ -253,6 +254,7 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
         outcomes = replan.run_variants(s, cat, opts, variants, limit, None, milp_budget(res))
     plan["explanations"] = (_demand_rows(s, ym, res, short, long) + target_rows(plan, s, outcomes)
                             + cap_rows(plan, s, outcomes, long))
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds)
+    limits = whynot_limits.limits_of(s, cat, ym, whynot.without_plan(bounds, outcomes), limit)
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds, limits)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)

@@ -57,7 +57,8 @@ def force_terms(fm: FleetModel, acc: str) -> list:
     return terms
 
 
-def _force(acc: str):
+def force_rows(acc: str):
+    """The row that puts some work on `acc` (a forced variant's extra row)."""
     return lambda fm: [pulp.lpSum(force_terms(fm, acc)) >= 1]
 
 
@@ -91,7 +92,7 @@ def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
     note = (f"running {', '.join(repr(d) for d in moved)} on it" if len(moved) <= 3
             else f"running the {len(moved)} jobs it can run on it")
     model, lp = kept or (None, None)
-    return Variant(("force", acc), options=only_on(opts, acc), extra=_force(acc), note=note, model=model, lp=lp)
+    return Variant(("force", acc), options=only_on(opts, acc), extra=force_rows(acc), note=note, model=model, lp=lp)
 
 
 def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float,
@@ -107,7 +108,7 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
             deadline.cut("explanations")
             break
         forced = builder(s)(s, cat, only_on(fm.options, acc))
-        rows = _force(acc)(forced)
+        rows = force_rows(acc)(forced)
         if any(len(row.expr) == 0 for row in rows):
             out[acc] = None
             continue
@@ -123,6 +124,12 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
         if keep is not None:
             keep[acc] = (forced, res)
     return {acc: out[acc] for acc in accelerators if acc in out}
+
+
+def without_plan(bounds: dict[str, float | None], outcomes: dict) -> list[str]:
+    """The accelerators whose forced plan does not exist: its LP (bound inf) or its MILP infeasible."""
+    return sorted({a for a, b in bounds.items() if b == math.inf}
+                  | {k[1] for k, got in outcomes.items() if k[0] == "force" and got.get("status") == "infeasible"})
 
 
 def forced_to_solve(bounds: dict[str, float | None], base: float) -> list[str]:
@@ -201,9 +208,11 @@ def _no_variable_reason(acc: str, s, cat, opts) -> str:
     return whys[0] if whys else "no offer the policy allows can host its configurations here"
 
 
-def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dict[str, float | None]) -> list[dict]:
+def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dict[str, float | None],
+                 limits: dict[str, str] | None = None) -> list[dict]:
     """One row per catalog accelerator the plan does not use: why it cannot serve, or what the
-    cheapest plan running every job it can on it costs more per year (re-planned, or its LP bound)."""
+    cheapest plan running every job it can on it costs more per year (re-planned, or its LP bound);
+    limits: acc -> the limit its forced plan breaks (whynot_limits.py), where it has no plan."""
     opts = fm.options
     used = {f["accelerator"] for f in plan["fleet"]}
     base = plan["total_cost_usd_per_year"]
@@ -223,8 +232,9 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             row.update(status="costlier", reason="not evaluated: the command's time limit ran out first "
                                                  "(raise --time-limit to see it)")
         elif got is None and bounds.get(acc) == math.inf:
-            row["reason"] = ("it can run the jobs, but no plan using it meets the scenario's limits "
-                             "(budget, site power, availability or N+1), not even the LP relaxation")
+            row["reason"] = (limits or {}).get(acc) or (
+                "it can run the jobs, but no plan using it meets the scenario's limits "
+                "(budget, site power, availability or N+1)")
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
             why = ("the explanations' time ran out first" if skipped
@@ -235,8 +245,9 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
         elif got["status"] == "infeasible":
-            row["reason"] = ("it can run the jobs, but no plan using it meets the scenario's limits "
-                             "(budget, site power, availability or N+1)")
+            row["reason"] = (limits or {}).get(acc) or (
+                "it can run the jobs, but no plan using it meets the scenario's limits "
+                "(budget, site power, availability or N+1)")
         elif got["status"] not in ("optimal", "feasible"):
             row.update(status="costlier", basis="milp",
                        reason="not evaluated: the re-plan found no fleet within its work limit "

@@ -178,9 +178,10 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
         return SolveResult("not-solved", 0.0, None, None, name, cut_short=True)
     log = order = None
     try:
-        if mip and cfg.name == "cbc":
+        if cfg.name == "cbc":
             log = _log_file()
             solver.optionsDict["logPath"] = log
+        if mip and cfg.name == "cbc":
             solver.optionsDict["warmStart"] = warm
             order = _spare_search(fm, solver, name)
         return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted)
@@ -265,6 +266,23 @@ def cbc_bound(log: str | None) -> float | None:
         return None
 
 
+PROVED_INFEASIBLE = re.compile(r"^Bound tightening: infeasibility proved", re.MULTILINE)
+
+
+def _proved_infeasible(log: str | None) -> bool:
+    """Whether CBC's bound tightening (cbcbox, before the LP or the search) proved the model
+    infeasible: it then skips the solve and reports 'Status unknown' on an LP (initialSolve), which
+    PuLP reads as not solved; the integer bounds it tightens hold for every integer point, so the
+    MILP has no plan (its LP relaxation may still have a fractional one)."""
+    if not log:
+        return False
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            return bool(PROVED_INFEASIBLE.search(f.read()))
+    except OSError:
+        return False
+
+
 def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False) -> SolveResult:
     try:
         with _stdout_silenced(cfg.name == "highs"):
@@ -284,6 +302,8 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budge
     elif status == "optimal" and sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         status = "not-solved"
     status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
+    if status == "not-solved" and _proved_infeasible(log):
+        status = "infeasible"
     cut_short = max_nodes is not None and status == "feasible" and seconds >= limit - 0.5
     if budgeted and status not in ("optimal", "infeasible", "unbounded") and seconds >= limit - 0.5:
         deadline.cut(deadline.current().step or "a solve")  # the budget, not the search, ended it
