@@ -200,3 +200,27 @@ policy: {acquisition: [reserved-1y, reserved-3y]}
     util = json.loads(res.out)["utilisation"]
     assert [(u["offer"], u["accelerator_hours_used"]) for u in util] == [("rtx-pro-6000-x1-reserved-1y-hyperstack", 7.0)]
     assert abs(util[0]["utilisation"] - 0.0009) < 1e-9
+
+
+def test_a_sliver_of_the_runs_keeps_a_share_above_zero(plan_cli, tmp_path):
+    """fuzz seed 50 case 74: a max-coverage budget buys 0.004% of a year of daily full fine-tunes
+    on rented TPU v7. Shown to 4 places, the share of runs read 0.0, which the verifier rightly
+    rejects as no share at all (exit 1); a sliver is now shown to 4 significant digits."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-801615
+jobs:
+- {name: pre-0, stage: pretrain, model: gemma-3-27b, training_tokens: 7570000000.0, max_days: 7,
+   precision: fp8, sequence_tokens: 8192}
+- {name: rl-1, stage: rl, model: llama-3.2-3b, method: lora, rollout_tokens_per_s: 500000.0,
+   rollout_context_tokens: 256, min_tokens_per_s_per_rollout: 5, train_tokens_per_day: 4900000.0,
+   hours_per_day: 4}
+- {name: tune-2, stage: finetune, model: gemma-3-27b, method: full, dataset_tokens: 9520000000.0,
+   epochs: 2, runs_per_year: 365, max_hours_per_run: 72, sequence_tokens: 2355, lora_rank: 8}
+solver: {time_limit_s: 5}
+budget: {usd_per_year: 18100.0, mode: max-coverage}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    tune = next(j for j in json.loads(res.out)["jobs"] if j["name"] == "tune-2")
+    shares = [p["share_of_runs"] for p in tune["placements"]]
+    assert shares and all(0 < s < 1e-3 for s in shares), shares

@@ -29,6 +29,7 @@ from planner.data.errors import (
     SolverError,
     suggest,
 )
+from planner.data.fleet_words import fleet_item
 from planner.data.scenario import STAGES, Scenario, parse_scenario
 from planner.data.yamlio import load_yaml, read_text
 
@@ -303,7 +304,7 @@ def summarise(plan: dict) -> dict:
 
 
 def fleet_text(fleet: list[dict]) -> str:
-    return ", ".join(f"{f['systems']}x {f['system']} {f['acquisition']}" for f in fleet) or "-"
+    return ", ".join(fleet_item(f, brackets=False) for f in fleet) or "-"
 
 
 def unmet_text(unserved: dict) -> str:

@@ -31,6 +31,7 @@ from planner.cli.render_years import (
     year_rows,
 )
 from planner.cli.tables import fmt
+from planner.data.fleet_words import fleet_item
 from planner.data.money import unit_cost_text, usd
 
 CSS = """
@@ -85,7 +86,7 @@ def breakdown_chart(plan: dict) -> str:
         items = sorted(((k, v) for k, v in parts.items() if v > 0), key=lambda kv: (-kv[1], kv[0]))
         return svg.hbar(items, "Cost per year by component",
                         note=f"total {usd(plan['total_cost_usd_per_year'])} per year; purchases annuitised")
-    items = [(f"{f['systems']}x {f['system']} {f['acquisition']}", f["cost_usd_per_year"]) for f in plan["fleet"]]
+    items = [(fleet_item(f, brackets=False), f["cost_usd_per_year"]) for f in plan["fleet"]]
     if not items:
         return ""
     return svg.hbar(items, "Final year's cost per year by system", note="accounting view: purchases annuitised")
@@ -180,7 +181,7 @@ def _explanation(plan: dict) -> list[str]:
 # --- the sweep -----------------------------------------------------------------------------------------
 
 def fleet_key(summary: dict) -> str:
-    return ", ".join(f"{f['systems']}x {f['system']} {f['acquisition']}" for f in summary.get("fleet", [])) or "no plan"
+    return ", ".join(fleet_item(f, brackets=False) for f in summary.get("fleet", [])) or "no plan"
 
 
 def sweep_chart(entries: list[dict]) -> tuple[str, list[str]]:

@@ -20,6 +20,11 @@ PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "
                      "memory_gb_capacity": "of GiB"}
 
 
+def fleet_rows(plan: dict) -> list[dict]:
+    """The fleet table's rows: a hosted API holds no systems nor GPUs ('-', not 0: it is billed per token)."""
+    return [{**f, "systems": None, "accelerators": None} if f["acquisition"] == "api" else f for f in plan["fleet"]]
+
+
 ALTERNATIVE_COLUMNS = ["accelerator", "status", "cost_delta_usd_per_year", "reason"]
 ALTERNATIVE_HEADERS = {"cost_delta_usd_per_year": "+$/year"}
 CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost"))
@@ -125,7 +130,7 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     lines = [headline(plan), ""]
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
-    lines += ["Fleet", table(plan["fleet"], FLEET_COLUMNS, FLEET_HEADERS), ""]
+    lines += ["Fleet", table(fleet_rows(plan), FLEET_COLUMNS, FLEET_HEADERS), ""]
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
@@ -170,7 +175,7 @@ def plan_markdown(plan: dict) -> str:
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",
-             markdown_table(plan["fleet"], FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
+             markdown_table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                             {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), ""]
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",

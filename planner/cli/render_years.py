@@ -4,6 +4,7 @@ what is bought or reserved when. Pure functions of the plan dict."""
 from __future__ import annotations
 
 from planner.cli.tables import markdown_table, table
+from planner.data.fleet_words import fleet_item
 from planner.data.money import usd
 
 YEAR_COLUMNS = ["year", "capex_usd", "opex_usd", "cost_usd", "budget_usd", "used", "annuitised_cost_usd",
@@ -20,7 +21,7 @@ def fleet_summary(fleet: list[dict]) -> str:
     parts = []
     for f in fleet:
         new = f" (+{f['new_this_year']})" if f.get("new_this_year") and f["acquisition"] == "buy" else ""
-        parts.append(f"{f['systems']}x {f['system']} {f['acquisition']}{new}")
+        parts.append(fleet_item(f, brackets=False) + new)
     return ", ".join(parts) or "-"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from planner.data import jobs
+from planner.data.fleet_words import fleet_item
 from planner.data.money import hours_text, unit_cost_text
 from planner.options import build as options
 from planner.physics import disagg, serving, training
@@ -223,8 +224,7 @@ def _item(f: dict) -> str:
 
 
 def _fleet(fleet: list[dict]) -> str:
-    return " + ".join(f"{f['provider']}'s API for {f['system']}" if f["acquisition"] == "api"
-                      else f"{f['systems']}x {f['system']} ({f['acquisition']})" for f in fleet)
+    return " + ".join(fleet_item(f) for f in fleet)
 
 
 # --- when no accelerator can run a job ----------------------------------------------------------

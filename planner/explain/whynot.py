@@ -26,6 +26,7 @@ import math
 import pulp
 
 from planner.data import deadline
+from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
 from planner.explain import batch
 from planner.explain.replan import (
@@ -74,11 +75,14 @@ def accelerators_with_options(opts) -> set[str]:
 
 
 def only_on(opts, acc: str):
-    """Options where every demand that has configurations on `acc` keeps only those."""
+    """Options where every demand that has configurations on `acc` keeps only those (its hosted
+    API offers too are left out: it runs on `acc`, not on someone's endpoint)."""
     def keep(lists: dict) -> dict:
         return {dk: ([o for o in lst if o.accelerator == acc] if any(o.accelerator == acc for o in lst) else lst)
                 for dk, lst in lists.items()}
-    return dataclasses.replace(opts, serve=keep(opts.serve), batch=keep(opts.batch), edge=keep(opts.edge))
+    moved = set(jobs_on(opts, acc))
+    return dataclasses.replace(opts, serve=keep(opts.serve), batch=keep(opts.batch), edge=keep(opts.edge),
+                               api={dk: offers for dk, offers in opts.api.items() if dk not in moved})
 
 
 def jobs_on(opts, acc: str) -> list[str]:
@@ -175,7 +179,7 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
 # --- reading the answers ------------------------------------------------------------------------
 
 def fleet_text(fleet: list[dict]) -> str:
-    return " + ".join(f"{f['systems']}x {f['system']} ({f['acquisition']}, {f['provider']})" for f in fleet) or "nothing"
+    return " + ".join(fleet_item(f, provider=True) for f in fleet) or "nothing"
 
 
 def fleet_change(old: list[dict], new: list[dict]) -> str:

@@ -274,7 +274,8 @@ def batch_placement(fm, oid: str, opt, dk: str, share: float, runs_per_year: flo
                       hours=costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition),
                       mem=opt.memory_gb_per_accelerator, cap=opt.memory_gb_capacity,
                       binding=opt.binding, regime="compute" if opt.binding != "memory" else "capacity",
-                      extra={"share_of_runs": r2(share, 4), "runs_per_year": r2(share * runs_per_year, 3)})
+                      extra={"share_of_runs": r2(share, 4) or float(f"{share:.4g}"),  # (a sliver: 4 digits)
+                             "runs_per_year": r2(share * runs_per_year, 3)})
 
 
 def _placement(fm, oid, opt, dk, *, replicas, users_per_replica, tp, pp, per_replica, tps, ttft, hours,
