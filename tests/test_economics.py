@@ -8,6 +8,7 @@ Every plan here is solved without explanations except where the why-not is the p
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -131,6 +132,23 @@ def test_the_internal_tool_is_cheaper_on_an_api_than_on_any_fleet_of_its_own():
         update={"acquisition": [a for a in s.policy.acquisition if a != "api"]})})
     own = plan_scenario(hosted, explain="none")
     assert own["total_cost_usd_per_year"] > 10 * plan["total_cost_usd_per_year"]
+
+
+def test_why_not_an_accelerator_moves_the_api_job_onto_it_and_says_so_in_words(plan_cli):
+    """Forcing an accelerator takes its jobs off the hosted API too (before, the forced plan kept the
+    API and a token unit of work on the accelerator: 'running tool on it' at +$0); an API row reads
+    as the provider's API in every line, never '0x', and holds no systems in the fleet table."""
+    _, plan = shipped_plan("internal-tool.yaml")
+    costlier = [a for a in plan["alternatives"] if a["status"] == "costlier" and a.get("fleet")]
+    assert costlier
+    for a in costlier:
+        assert all(f["acquisition"] != "api" for f in a["fleet"]), a
+        assert a["cost_delta_usd_per_year"] > 10 * plan["total_cost_usd_per_year"], a
+    res = plan_cli(SCENARIOS / "internal-tool.yaml")
+    assert res.code == 0
+    row = next(line for line in res.out.splitlines() if " api " in line)
+    assert row.split()[:2] == ["-", "llama-3.3-70b"], row
+    assert not re.search(r"(^|[\s(:])0x ", res.out), res.out
 
 
 # --- commitments and resale ------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from planner.cli.render import (
     FLEET_HEADERS,
     PLACEMENT_HEADERS,
     cost_line,
+    fleet_rows,
     mark_of,
     placement_columns,
     placement_rows,
@@ -133,7 +134,7 @@ def plan_html(plan: dict) -> str:
                  f'{_e(plan["views"]["accounting"])}</p>', _table(year_rows(plan), year_columns(plan), YEAR_HEADERS),
                  "<h3>Purchases and reservations</h3>", _table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)]
     body += ["<h2>What to buy or rent</h2>",
-             _table(plan["fleet"], FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
+             _table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                     {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"})]
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
