@@ -69,7 +69,9 @@ def limits_of(s, cat, fm, accelerators: list[str], time_limit_s: float) -> dict[
 
     def answer(acc: str, em) -> str:
         moved = jobs_on(fm.options, acc)
-        if acc in exact and deadline.left() > 0:
+        if acc in exact and deadline.left() <= 0:
+            deadline.cut("explanations")
+        elif acc in exact:
             res = solve(em, time_limit_s=time_limit_s, max_nodes=MAX_NODES)
             if res.status == "optimal" and (said := _limits_text(s, em, res.values, moved, "milp")):
                 return said
@@ -79,8 +81,7 @@ def limits_of(s, cat, fm, accelerators: list[str], time_limit_s: float) -> dict[
     workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1, len(exact)))
     with ThreadPoolExecutor(workers) as pool:  # (each MILP is a solver process of its own)
         said = list(pool.map(lambda item: answer(*item), models.items()))
-    out = {acc: text for acc, text in zip(models, said) if text}
-    return out
+    return {acc: text for acc, text in zip(models, said) if text}
 
 
 BASIS = {"lp": "at least ", "milp": ""}
@@ -102,27 +103,22 @@ def _limits_text(s, em, values: dict, moved: list[str], basis: str) -> str:
             held.append(f"{f'at most {most}%' if most > 0 else 'none'} of {UNIT.get(kind, 'the demand of')} '{dk}'{when(t)}")
             spare = ", one of them an N+1 spare per pool" if em.u and kind == "serve" else spare
     parts = [f"the systems its offers can supply (their availability{spare}) hold {' and '.join(held)}"] if held else []
-    over: dict[tuple, list[str]] = {}  # (family, the field, its cap) -> the amounts needed, by year
+    over: dict[tuple, list[tuple]] = {}  # (family, the field, its cap) -> (year, amount over it)
     for (family, t), v in sorted(em.slack.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        amount = values.get(v.name, 0.0)
-        if amount <= SMALL:
-            continue
-        cap, where = (s.site.power_cap_kw, "site.power_cap_kw") if family == "power" else year_caps(s, t)[family]
-        need = f"{cap + amount:,.1f} kW" if family == "power" else f"${cap + amount:,.0f}{'' if em.npv else '/yr'}"
-        over.setdefault((family, where, cap), []).append(need + when(t))
-    for (family, where, cap), needs in over.items():
+        if (amount := values.get(v.name, 0.0)) > SMALL:
+            cap, where = (s.site.power_cap_kw, "site.power_cap_kw") if family == "power" else year_caps(s, t)[family]
+            over.setdefault((family, where, cap), []).append((t, amount))
+    for (family, where, cap), amounts in over.items():
+        power = family == "power"
+        unit = (lambda x: f"{x:,.1f} kW") if power else (lambda x: f"${x:,.0f}{'' if em.npv else '/yr'}")
         if basis == "lp" and em.npv:  # the LP bounds the sum over the years, not each year
-            total = sum(values.get(v.name, 0.0) for (f, _), v in em.slack.items() if f == family)
-            unit = f"{total:,.1f} kW" if family == "power" else f"${total:,.0f}"
-            parts.append(f"it overruns {where} ({f'{cap:,.1f} kW' if family == 'power' else f'${cap:,.0f}'}) "
-                         f"by at least {unit} summed over the years")
+            parts.append(f"it overruns {where} ({unit(cap)}) by at least {unit(sum(x for _, x in amounts))} "
+                         "summed over the years")
             continue
+        needs = [unit(cap + x) + when(t) for t, x in amounts]
         needs = ", ".join(needs[:-1]) + " and " + needs[-1] if len(needs) > 1 else needs[0]
-        if family == "power":
-            parts.append(f"it needs {BASIS[basis]}{needs} of site power, above {where} ({cap:,.1f} kW)")
-        else:
-            verb = "spends" if em.npv else "costs"
-            parts.append(f"it {verb} {BASIS[basis]}{needs}, above {where} (${cap:,.0f}{'' if em.npv else '/yr'})")
+        parts.append(f"it needs {BASIS[basis]}{needs} of site power, above {where} ({unit(cap)})" if power else
+                     f"it {'spends' if em.npv else 'costs'} {BASIS[basis]}{needs}, above {where} ({unit(cap)})")
     if not parts:
         return ""
     return "it can run the jobs, but no plan using it meets the scenario's limits: " + "; ".join(parts) + TAIL[basis]
