@@ -87,6 +87,9 @@ def limits_of(s, cat, fm, accelerators: list[str], time_limit_s: float) -> dict[
 BASIS = {"lp": "at least ", "milp": ""}
 TAIL = {"lp": " (the LP relaxation's least shortfall; a plan of whole systems may need more)",
         "milp": " (the plan of whole systems that overruns the least)"}
+SERVED_TAIL = {"lp": " (the LP relaxation's most; a plan of whole systems may hold less)",
+               "milp": " (the most a plan of whole systems holds)"}
+"""the tail when the only limit is the offers' availability (no power or budget overrun)"""
 UNIT = {"serve": "the users of", "batch": "the runs of", "edge": "the units of"}
 
 
@@ -121,4 +124,5 @@ def _limits_text(s, em, values: dict, moved: list[str], basis: str) -> str:
                      f"it {'spends' if em.npv else 'costs'} {BASIS[basis]}{needs}, above {where} ({unit(cap)})")
     if not parts:
         return ""
-    return "it can run the jobs, but no plan using it meets the scenario's limits: " + "; ".join(parts) + TAIL[basis]
+    tail = TAIL[basis] if over else SERVED_TAIL[basis]
+    return "it can run the jobs, but no plan using it meets the scenario's limits: " + "; ".join(parts) + tail
