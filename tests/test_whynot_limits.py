@@ -83,3 +83,25 @@ def test_multiyear_budget_reason_names_the_years_and_the_budget():
     assert all(int(x.replace(",", "")) > 170_000 for x in m.groups())
     assert not any("no offer the policy allows" in a["reason"] for a in plan["alternatives"]
                    if a["accelerator"] in ("a10g", "l40s", "gh200"))
+
+
+def test_edge_units_on_robots_do_not_count_against_the_sites_power():
+    """500 robots each carrying an accelerator, and one serving box in a 10 kW office: the site
+    draws the box's 0.65 kW (the model's power row leaves edge units out); the explanation said
+    400.6 of 10.0 kW. Every accelerator the cap rules out is named with the kW it would need."""
+    from planner.app.pipeline import plan_scenario
+    from planner.data.scenario import Scenario
+
+    s = Scenario.model_validate({
+        "name": "robots", "site": {"kind": "office", "ownership": "on-prem", "power_cap_kw": 10},
+        "policy": {"acquisition": ["buy"]},
+        "jobs": [{"name": "onboard", "stage": "edge", "model": "llama-3.2-3b", "precision": "int4",
+                  "devices": 500, "min_tokens_per_s": 20},
+                 {"name": "coordinator", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+                  "context_tokens": 16384, "concurrent_users": 30, "min_tokens_per_s_per_user": 25}]})
+    plan = plan_scenario(s, explain="full")
+    power = next(e for e in plan["explanations"] if e["constraint"] == "site.power_cap_kw")
+    m = re.search(r"the plan draws ([0-9.,]+) of 10.0 kW", power["message"])
+    assert m and float(m.group(1)) < 10.0, power["message"]
+    ruled = [a for a in plan["alternatives"] if "scenario's limits" in a["reason"]]
+    assert ruled and all("above site.power_cap_kw (10.0 kW)" in a["reason"] for a in ruled), ruled

@@ -94,10 +94,22 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
     unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
     short = unserved_shares(plan)
     return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
-            "power_kw": sum(f["power_kw"] or 0.0 for f in bought),
+            "power_kw": site_power_kw(plan),
             "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
             "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
             "unserved_users": unserved, "unserved_jobs": short, "cut_short": res.cut_short, **bound}
+
+
+def site_power_kw(plan: dict) -> float:
+    """kW the plan's bought systems draw at the site (what site.power_cap_kw bounds): edge units
+    deployed on devices (robots, desks, phones) are left out, as the model's power row leaves them."""
+    edge: dict[str, int] = {}
+    for j in plan["jobs"]:
+        if j["stage"] == "edge":
+            for p in j["placements"]:
+                edge[p["offer"]] = edge.get(p["offer"], 0) + p["replicas"]
+    return sum((f["power_kw"] or 0.0) * (1 - edge.get(f["offer"], 0) / f["systems"])
+               for f in plan["fleet"] if f["acquisition"] == "buy" and f["systems"])
 
 
 def unserved_shares(plan: dict) -> dict[str, float]:

@@ -56,7 +56,7 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
     got = got_of(outcomes, ("cap", "power"))
     if got is not None:
         cap = s.site.power_cap_kw
-        used = sum(f["power_kw"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
+        used = replan.site_power_kw(plan)
         lp = long.rows.get(("power", ("site", 1))) if long.ok else None
         lp_text = f"; LP relaxation: {usd(-lp)} per kW-year" if lp else ""
         state = _cap_state(got, base, tol)

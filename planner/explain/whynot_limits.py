@@ -9,7 +9,7 @@ serves as much as the offers' availability allows, then asks the least extra pow
 extra budget (summed over the years of a multi-year plan).
 
 The LPs are solved first (together, batch.py); for the EXACT accelerators whose LP overruns the
-least, the MILP is then solved, bounded by replan.MAX_NODES nodes (a work bound: the same answer on
+least, and for those whose LP overruns nothing, the MILP is then solved, bounded by replan.MAX_NODES nodes (a work bound: the same answer on
 a busy machine), the models on a few threads: proven optimal, its slack is what the plan of whole systems
 that overruns the least needs (an N+1 pool of two whole systems, where an LP holds a fraction of
 one: bank.yaml capped at 8 kW, b200: 28.6 kW, against 11 kW from the LP). Where it is not proven in
@@ -31,8 +31,11 @@ from planner.milp.solve import solve
 
 SMALL = 1e-6
 EXACT = 4
-"""elastic MILPs solved per plan: for the accelerators whose LP overruns its limits the least (the
-near misses, where the LP's fraction of a system matters most); the others keep the LP's figure"""
+"""elastic MILPs solved per plan for the accelerators whose LP overruns its limits the least (the
+near misses, where the LP's fraction of a system matters most), besides those whose LP overruns
+nothing (a fractional fleet fits, whole systems do not: only the MILP names the limit); at most
+MOST_EXACT in all; the others keep the LP's figure"""
+MOST_EXACT = 8
 
 
 def _overrun(s, em, lp) -> float:
@@ -65,7 +68,9 @@ def limits_of(s, cat, fm, accelerators: list[str], time_limit_s: float) -> dict[
         models[acc] = em
 
     lps = dict(zip(models, batch.solve_lps(list(models.values()), time_limit_s)))
-    exact = set(sorted(models, key=lambda a: (_overrun(s, models[a], lps[a]), a))[:EXACT])
+    ranked = sorted(models, key=lambda a: (_overrun(s, models[a], lps[a]), a))
+    silent = [a for a in ranked if _overrun(s, models[a], lps[a]) == 0]  # the LP names no limit: only the MILP can
+    exact = set((silent + [a for a in ranked if a not in silent][:EXACT])[:MOST_EXACT])
 
     def answer(acc: str, em) -> str:
         moved = jobs_on(fm.options, acc)
