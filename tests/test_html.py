@@ -6,19 +6,15 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
-
 from conftest import SCENARIOS, shipped_plan
 
-@lru_cache(maxsize=None)
-def _planned(name: str) -> dict:
-    """The plan `plan scenarios/NAME` makes (multi-year when the scenario is), once per process."""
-    from planner.app.pipeline import plan_file
 
-    return plan_file(SCENARIOS / name)
+def _planned(name: str) -> dict:
+    """The plan `plan scenarios/NAME` makes (multi-year when the scenario is), once per test run."""
+    return shipped_plan(name)[1]
 
 
 NETWORK = re.compile(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(|@import|<script|<link""", re.I)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import yaml
-from conftest import SCENARIOS
+from conftest import SCENARIOS, shipped_plan
 
 TIMING = """
 name: timing
@@ -42,10 +42,8 @@ def _plan_json(plan_cli, path):
 
 
 @pytest.fixture(scope="module")
-def annual(tmp_path_factory):
-    from planner.app.pipeline import plan_file
-
-    return plan_file(SCENARIOS / "annual-budget.yaml")
+def annual():
+    return shipped_plan("annual-budget.yaml")[1]  # (planned once per run, shared by the workers)
 
 
 def test_annual_budget_plans_each_year_within_its_budget(annual):
