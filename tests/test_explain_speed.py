@@ -188,3 +188,14 @@ def test_a_lifted_caps_replan_starts_from_the_plan(monkeypatch):
     assert warm is True and res.ok and res.objective <= plan["total_cost_usd_per_year"] + 1.0
     row = next(e for e in plan["explanations"] if e["family"] == "redundancy")
     assert row["binding"] and row["shadow_price"] == pytest.approx(plan["total_cost_usd_per_year"] - 69_557, abs=1)
+
+
+def test_a_re_plan_the_explanations_time_stopped_does_not_blame_the_time_limit():
+    """A raised target's MILP stopped by the explanations' own share of time (as long as the plan's
+    search) said "(cut short by the time limit)" while the command had half its limit left."""
+    from planner.explain.replan import OWN_TIME, cut_words
+
+    own = cut_words({"cut_short": True, "cut_by": OWN_TIME})
+    assert "explanations' time" in own and "time limit" not in own
+    assert cut_words({"cut_short": True}) == " (cut short by the time limit)"
+    assert cut_words({"cut_short": False, "cut_by": OWN_TIME}) == ""

@@ -112,6 +112,16 @@ def site_power_kw(plan: dict) -> float:
                for f in plan["fleet"] if f["acquisition"] == "buy" and f["systems"])
 
 
+def cut_words(got: dict, lead: str = " (", tail: str = ")") -> str:
+    """' (cut short by the time limit)' for a re-plan a clock stopped, naming which: the command's
+    time limit, or the explanations' own share of time (as long as the plan's search); '' if none."""
+    if not got.get("cut_short"):
+        return ""
+    if got.get("cut_by") == OWN_TIME:
+        return f"{lead}cut short when the explanations' time, as long as the plan's own search, ran out{tail}"
+    return f"{lead}cut short by the time limit{tail}"
+
+
 def unserved_shares(plan: dict) -> dict[str, float]:
     """job -> the largest share of any of its parts left unserved (max-coverage, elastic plans)."""
     return {j["name"]: max(u["share"] for u in j["unserved"].values()) for j in plan["jobs"] if j["unserved"]}
@@ -291,10 +301,11 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
                 prune.warm_start(fm, *v.start)
             res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
                         warm=v.start is not None)
-            if stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
-                    and res.status != "optimal":
+            own = stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
+                and res.status != "optimal" and deadline.left() > 0.5
+            if own:
                 deadline.cut(OWN_TIME)  # the explanations' share of the time, not the search, ended it
-            result = {**outcome(fm, res), "basis": "milp", "note": v.note}
+            result = {**outcome(fm, res), "basis": "milp", "note": v.note, **({"cut_by": OWN_TIME} if own else {})}
             with lock:
                 out[v.key] = result
 

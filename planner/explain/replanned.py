@@ -156,7 +156,7 @@ def target_rows(plan, s, outcomes) -> list[dict]:
             most = "" if got["status"] == "optimal" else "at most "  # (the best fleet found, not proven)
             msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs {most}+{usd(delta)}/yr "
                    f"({usd(price)} per tok/s, re-planned): {whynot.fleet_text(got['fleet'])}"
-                   + (" (cut short by the time limit)" if got.get("cut_short") else ""))
+                   + replan.cut_words(got))
         else:
             msg = (f"raising '{j.name}' from {t:g} to {t2:,.1f} tok/s per user costs nothing (re-planned: "
                    f"{whynot.fleet_text(got['fleet'])} at the same yearly cost)")

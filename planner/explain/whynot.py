@@ -35,6 +35,7 @@ from planner.explain.replan import (
     builder,
     coverage_lost,
     coverage_text,
+    cut_words,
 )
 from planner.milp.fleet import FleetModel
 from planner.options.eligibility import site_exclusion
@@ -255,7 +256,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         elif got["status"] not in ("optimal", "feasible"):
             row.update(status="costlier", basis="milp",
                        reason="not evaluated: the re-plan found no fleet within its work limit "
-                              f"({MAX_NODES:,} nodes){' and was cut short by the time limit' if got.get('cut_short') else ''}")
+                              f"({MAX_NODES:,} nodes){cut_words(got, ' and was ', '')}")
         else:
             delta = got["cost"] - base
             delta = 0.0 if abs(delta) <= tol else delta
@@ -266,7 +267,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), fleet=got["fleet"], basis="milp",
                        reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
                               f"({sign}{coverage_text(plan, lost)}): " + fleet_text(got["fleet"])
-                              + (" (cut short by the time limit)" if got.get("cut_short") else ""),
+                              + cut_words(got),
                        **({"unserved_jobs": lost} if lost else {}))
         rows.append(row)
     order = {"costlier": 0, "infeasible": 1}
@@ -300,4 +301,4 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
                        f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
-                       f"{'; cut short by the time limit' if got.get('cut_short') else ''}{coverage_text(plan, lost)})"}
+                       f"{cut_words(got, '; ', '')}{coverage_text(plan, lost)})"}
