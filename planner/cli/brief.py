@@ -111,10 +111,11 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
     room = max(1, MAX_LINES - len(out) - 5 - len(pooled))
     for job in jobs[:room]:
         first = job["placements"][0] if job["placements"] else None
-        text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year"
+        api = "; ".join(f"{a['users_served']:,.0f} users on {a['provider']}'s API" for a in job.get("api") or [])
+        text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year" + (f"; {api}" if api else "")
                 + (f"; {unit_cost_text(job['unit_cost'])}" if unit_cost_text(job["unit_cost"]) else "")
                 + (f"; {_split(job['placements']) or _placement(first, shared, len(job['placements']) - 1)}"
-                   if first else "; nothing placed"))
+                   if first else "" if api else "; nothing placed"))
         out += _wrap(text, width, "  ", limit=2 if len(jobs) <= 3 else 1)
     if len(jobs) > room:
         out.append(f"  ... and {len(jobs) - room} more jobs")
