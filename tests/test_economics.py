@@ -323,3 +323,29 @@ def test_a_multi_year_plan_that_uses_an_api_reports_and_verifies_it(tmp_path):
     _, plan = _plan(tmp_path, doc)
     assert [f["acquisition"] for f in plan["fleet"]] == ["api"]
     assert all(y["opex_usd"] > 0 for y in plan["years"])
+
+
+def test_an_api_bills_a_request_rate_by_its_requests_not_by_its_littles_law_users():
+    """0.5 requests/s of 12,000 input and 600 output tokens, 20 tok/s within 5 s: Little's law holds
+    18 users in flight (capacity must hold them), but they generate 0.5 x 600 = 300 tok/s, not
+    18 x 20 = 360: each also waits for its first token, and 17.5 users round up. The API bill was
+    20% too high, and the API looked that much dearer than a fleet of one's own. A policy of APIs
+    alone was refused outright (exit 3: "no accelerator ... can run it")."""
+    doc = {"name": "summaries", "site": {"region": "eu"}, "policy": {"acquisition": ["api"]},
+           "jobs": [{"name": "summariser", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8",
+                     "context_tokens": 32768, "input_tokens": 12000, "output_tokens": 600,
+                     "requests_per_s": 0.5, "min_tokens_per_s_per_user": 20, "max_ttft_s": 5}]}
+    from planner.data.scenario import Scenario
+
+    plan = plan_scenario(Scenario.model_validate(doc), explain="none")
+    (share,) = plan["jobs"][0]["api"]
+    seconds = 3600 * 24 * 365
+    assert share["users_served"] == 18
+    assert share["output_tokens_per_year"] == pytest.approx(0.5 * 600 * seconds, rel=1e-6)
+    assert share["input_tokens_per_year"] == pytest.approx(0.5 * 12000 * seconds, rel=1e-6)
+    assert share["requests_per_year"] == pytest.approx(0.5 * seconds, rel=1e-6)
+    a = load_catalog().api_offers[share["offer"]]
+    billed = (0.5 * seconds) * (600 * a.usd_per_m_output_tokens + 12000 * a.usd_per_m_input_tokens) / 1e6
+    assert share["cost_usd_per_year"] == pytest.approx(billed, rel=1e-5)
+    unit = plan["jobs"][0]["unit_cost"]
+    assert unit["output_tokens_per_year"] == pytest.approx(0.5 * 600 * seconds, rel=1e-6)

@@ -37,6 +37,13 @@ def placement_columns(job: dict) -> list[str]:
     return (["part"] if parts else []) + PLACEMENT_COLUMNS
 
 
+def api_lines(job: dict) -> list[str]:
+    """The job's shares on hosted APIs, which the placement table (systems) does not hold."""
+    return [f"{a['users_served']:,.0f} users on {a['provider']}'s API ({a['offer']}): {usd(a['cost_usd_per_year'])}/year "
+            f"for {a['input_tokens_per_year'] / 1e9:,.1f}B input and {a['output_tokens_per_year'] / 1e9:,.1f}B output "
+            "tokens a year" for a in job.get("api") or []]
+
+
 def placement_rows(job: dict) -> list[dict]:
     """The placement table's rows as shown (the JSON keeps its values): a prefill half of a split
     across two systems serves no users and decodes no tokens, so its users/rep and tok/s/user read
@@ -135,6 +142,7 @@ def plan_text(plan: dict, width: int | None = None) -> str:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
         lines.append(table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS))
+        lines += [f"  - {line}" for line in api_lines(job)]
         if job.get("traffic"):
             lines.append(f"  - {job['traffic']}")
         if job.get("split_considered"):
@@ -181,6 +189,7 @@ def plan_markdown(plan: dict) -> str:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
                   markdown_table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS), ""]
+        lines += [f"- {line}" for line in api_lines(job)]
         lines += [f"- {job[k]}" for k in ("traffic", "split_considered") if job.get(k)]
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []

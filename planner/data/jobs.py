@@ -132,6 +132,20 @@ def serve_parts(job: ServeJob) -> list[tuple[str, Workload, int, float | None]]:
     return out
 
 
+def output_tokens_per_s_per_user(job: ServeJob) -> float:
+    """Output tokens one concurrent user of a serve job generates per second at the peak, for its
+    yearly tokens (token-priced APIs, unit costs): its speed target; or, where the job gives its
+    traffic as requests_per_s (one request size), the peak rate's output tokens over its Little's-law
+    users, who also spend max_ttft_s waiting for the first token and round up to whole users:
+        requests_per_s x output_tokens / users  (<= min_tokens_per_s_per_user)
+    (0.5 requests/s of 600 output tokens at 20 tok/s within 5 s: 18 users, 16.7 tok/s each, not 20)."""
+    parts = serve_parts(job)
+    if job.requests_per_s is None or len(parts) != 1:
+        return job.min_tokens_per_s_per_user
+    _, wl, users, rate = parts[0]
+    return min(job.min_tokens_per_s_per_user, rate * wl.output_tokens / users)
+
+
 def pool_key(job) -> str | None:
     """Serving jobs that may share replicas: same model, precision, KV precision, engine, hours per
     day and latency_critical (a replica runs one engine with one set of weights, for the hours its

@@ -19,11 +19,12 @@ from planner.options.types import Demand, Options
 
 
 def unplaceable(opts: Options) -> list[Demand]:
-    """Demands no option can meet at all (before any solve)."""
+    """Demands no option can meet at all (before any solve): no configuration on any system, nor
+    a hosted API (policy.acquisition: api) that serves its model."""
     out = []
     for dk, d in opts.demands.items():
         lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
-        if not lists.get(dk):
+        if not lists.get(dk) and not opts.api.get(dk):
             out.append(d)
     return out
 

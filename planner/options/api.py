@@ -2,7 +2,10 @@
 
 A serve job's yearly tokens come from its users at their target speed, its hours and the share of
 those hours they are actually generating (ServeJob.active_fraction):
-  output tokens/yr = users x min_tokens_per_s_per_user x 3600 x hours_per_day x 365 x active_fraction
+  output tokens/yr = users x tok/s x 3600 x hours_per_day x 365 x active_fraction
+where tok/s is min_tokens_per_s_per_user, or for traffic given as requests_per_s the peak rate's
+output tokens over the users it makes (data.jobs.output_tokens_per_s_per_user: they also wait for
+the first token, and the users round up)
   requests/yr      = output tokens / output_tokens per request
   input tokens/yr  = requests x input_tokens per request
 An API bills those tokens at its $/M input and output prices, so a tool busy a small share of its
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import ApiOffer, Catalog
 from planner.data.constants import DAYS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.jobs import output_tokens_per_s_per_user
 from planner.data.scenario import Scenario, ServeJob
 from planner.options.eligibility import allowed_regions
 
@@ -34,10 +38,10 @@ class Tokens:
 
 def job_tokens(job: ServeJob) -> Tokens:
     """Yearly tokens per concurrent user of a serve job (see the module docstring)."""
-    out = (job.min_tokens_per_s_per_user * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR
-           * job.active_fraction)
+    tps = output_tokens_per_s_per_user(job)
+    out = tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
     requests = out / job.output_tokens
-    per_minute = job.min_tokens_per_s_per_user * 60 * (1 + job.input_tokens / job.output_tokens)
+    per_minute = tps * 60 * (1 + job.input_tokens / job.output_tokens)
     return Tokens(out, requests * job.input_tokens, requests, per_minute)
 
 

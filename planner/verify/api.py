@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from planner.data.catalog import Catalog
 from planner.data.constants import DAYS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.jobs import output_tokens_per_s_per_user
 from planner.data.scenario import Scenario
 from planner.verify.common import REL, USD, Ledger, Verification, close
 
@@ -34,8 +35,8 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                 f"{where}: a share of {share} serves {share * part.users:.3f} of {part.users} users, "
                 f"reported {r['users_served']}")
         served = share * part.users
-        out = served * job.min_tokens_per_s_per_user * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR \
-            * job.active_fraction
+        tps = output_tokens_per_s_per_user(job)  # (the speed target, or the request rate's share)
+        out = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
         requests = out / job.output_tokens
         inp = requests * job.input_tokens
         for key, want in (("output_tokens_per_year", out), ("input_tokens_per_year", inp),
@@ -46,7 +47,7 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                 f"{where}: ${r['cost_usd_per_year']:,.2f}/yr; its tokens at ${a.usd_per_m_input_tokens}/"
                 f"${a.usd_per_m_output_tokens} per M in/out cost ${usd:,.2f}")
         if a.max_tokens_per_minute is not None:
-            tpm = served * job.min_tokens_per_s_per_user * 60 * (1 + job.input_tokens / job.output_tokens)
+            tpm = served * tps * 60 * (1 + job.input_tokens / job.output_tokens)
             v.check("availability", tpm <= a.max_tokens_per_minute * (1 + 1e-6),
                     f"{where}: {tpm:,.0f} tokens a minute at the peak, the API allows {a.max_tokens_per_minute:,.0f}")
         ledger.usage[a.id][part.key] += r["cost_usd_per_year"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from planner.data.catalog import Catalog
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from planner.data.jobs import output_tokens_per_s_per_user
 from planner.data.scenario import Scenario
 from planner.physics import costs
 from planner.verify.common import REL, USD, Ledger, Verification, close, owned
@@ -132,7 +133,7 @@ def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -
                     f"{name}: a price per million tokens with no user served")
             return
         # served demand: users served at the job's target speed, its hours and its active share
-        tps = job.min_tokens_per_s_per_user
+        tps = output_tokens_per_s_per_user(job)
         tokens = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
         requests = tokens / job.output_tokens
         same("usd_per_million_tokens", cost / tokens * 1e6, 4)
