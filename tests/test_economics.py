@@ -149,6 +149,10 @@ def test_why_not_an_accelerator_moves_the_api_job_onto_it_and_says_so_in_words(p
     row = next(line for line in res.out.splitlines() if " api " in line)
     assert row.split()[:2] == ["-", "llama-3.3-70b"], row
     assert not re.search(r"(^|[\s(:])0x ", res.out), res.out
+    assert "  - 10 users on deepinfra's API (" in res.out  # (the placement table holds systems only)
+    from planner.cli.html import plan_html
+
+    assert "10 users on deepinfra&#x27;s API (" in plan_html(plan)
     brief = plan_cli(SCENARIOS / "internal-tool.yaml", "--brief").out  # (it said "nothing placed")
     assert re.search(r"tool: \$[\d,]+/year; 10 users on deepinfra's API;", brief) and "nothing placed" not in brief
 
