@@ -131,6 +131,11 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
     return {acc: out[acc] for acc in accelerators if acc in out}
 
 
+NO_PLAN = ("it can run the jobs, but no plan using it meets the scenario's limits "
+           "(budget, site power, availability or N+1)")
+"""the reason of an accelerator with no forced plan where whynot_limits.py names no limit"""
+
+
 def without_plan(bounds: dict[str, float | None], outcomes: dict) -> list[str]:
     """The accelerators whose forced plan does not exist: its LP (bound inf) or its MILP infeasible."""
     return sorted({a for a, b in bounds.items() if b == math.inf}
@@ -237,9 +242,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             row.update(status="costlier", reason="not evaluated: the command's time limit ran out first "
                                                  "(raise --time-limit to see it)")
         elif got is None and bounds.get(acc) == math.inf:
-            row["reason"] = (limits or {}).get(acc) or (
-                "it can run the jobs, but no plan using it meets the scenario's limits "
-                "(budget, site power, availability or N+1)")
+            row["reason"] = (limits or {}).get(acc) or NO_PLAN
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
             why = ("the explanations' time ran out first" if skipped
@@ -250,9 +253,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
         elif got["status"] == "infeasible":
-            row["reason"] = (limits or {}).get(acc) or (
-                "it can run the jobs, but no plan using it meets the scenario's limits "
-                "(budget, site power, availability or N+1)")
+            row["reason"] = (limits or {}).get(acc) or NO_PLAN
         elif got["status"] not in ("optimal", "feasible"):
             row.update(status="costlier", basis="milp",
                        reason="not evaluated: the re-plan found no fleet within its work limit "

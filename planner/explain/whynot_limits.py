@@ -9,11 +9,12 @@ serves as much as the offers' availability allows, then asks the least extra pow
 extra budget (summed over the years of a multi-year plan).
 
 The LPs are solved first (together, batch.py); for the EXACT accelerators whose LP overruns the
-least, and for those whose LP overruns nothing, the MILP is then solved, bounded by replan.MAX_NODES nodes (a work bound: the same answer on
-a busy machine), the models on a few threads: proven optimal, its slack is what the plan of whole systems
-that overruns the least needs (an N+1 pool of two whole systems, where an LP holds a fraction of
-one: bank.yaml capped at 8 kW, b200: 28.6 kW, against 11 kW from the LP). Where it is not proven in
-that work, or not solved, the LP relaxation's slack is said, as a lower bound ("at least").
+least, and for those whose LP overruns nothing, the MILP is then solved, bounded by
+replan.MAX_NODES nodes (a work bound: the same answer on a busy machine), the models on a few
+threads. Proven optimal, its slack is what the plan of whole systems that overruns the least needs
+(an N+1 pool of two whole systems, where an LP holds a fraction of one: bank.yaml capped at 8 kW,
+b200: 28.6 kW, against 11 kW from the LP). Where it is not proven in that work, or not solved, the
+LP relaxation's slack is said, as a lower bound ("at least").
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def limits_of(s, cat, fm, accelerators: list[str], time_limit_s: float) -> dict[
         models[acc] = em
 
     lps = dict(zip(models, batch.solve_lps(list(models.values()), time_limit_s)))
-    ranked = sorted(models, key=lambda a: (_overrun(s, models[a], lps[a]), a))
-    silent = [a for a in ranked if _overrun(s, models[a], lps[a]) == 0]  # the LP names no limit: only the MILP can
+    overrun = {a: _overrun(s, em, lps[a]) for a, em in models.items()}
+    ranked = sorted(models, key=lambda a: (overrun[a], a))
+    silent = [a for a in ranked if overrun[a] == 0]  # the LP names no limit: only the MILP can
     exact = set((silent + [a for a in ranked if a not in silent][:EXACT])[:MOST_EXACT])
 
     def answer(acc: str, em) -> str:
