@@ -130,7 +130,7 @@ def core(seeds: list[int]) -> None:
     from planner.data import deadline
     from planner.data.scenario import Scenario
     from planner.milp import fleet
-    from planner.milp.solve import solve
+    from planner.milp.screening import search
 
     total, runs = 0.0, []
     for n in (10, 15, 20):
@@ -139,7 +139,7 @@ def core(seeds: list[int]) -> None:
             with deadline.budget(900):
                 cat, opts = planning.prepare(s)
                 fm = fleet.build(s, cat, opts)
-                res = solve(fm, time_limit_s=60)
+                res = search(fm, time_limit_s=60)
             total += res.seconds
             runs.append(f"{n}j s{seed} {res.seconds:.1f}{'' if res.status == 'optimal' else ' ' + res.status}")
             print(f"{n} jobs, buy only, N+1 (core solve) s{seed:<3} {res.seconds:7.2f} s  {res.status:<9} "

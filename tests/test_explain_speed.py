@@ -148,7 +148,7 @@ def _lifted_redundancy(fm) -> bool:
 def test_a_lifted_cap_whose_replan_does_not_settle_it_claims_nothing(monkeypatch):
     """A lifted cap's re-plan that ends on its work bound without a fleet (or the time) cannot tell
     whether the cap binds: the row says so ("open", no price), never that N+1 costs nothing."""
-    real = replan.solve
+    real = replan.screening.search
     stopped = []
 
     def no_fleet(fm, *args, **kwargs):
@@ -157,7 +157,7 @@ def test_a_lifted_cap_whose_replan_does_not_settle_it_claims_nothing(monkeypatch
             return SolveResult("not-solved", 0.1, None, None, "cbc")
         return real(fm, *args, **kwargs)
 
-    monkeypatch.setattr(replan, "solve", no_fleet)
+    monkeypatch.setattr(replan.screening, "search", no_fleet)
     plan = plan_scenario(load_scenario(SCENARIOS / "bank.yaml"), explain="full")
     assert stopped
     row = next(e for e in plan["explanations"] if e["family"] == "redundancy")
@@ -172,7 +172,7 @@ def test_a_lifted_caps_replan_starts_from_the_plan(monkeypatch):
     """The plan is a plan of every variant that lifts a cap, so that variant's MILP starts from it:
     bounded by work, it never ends on a fleet dearer than the plan (which would read as 'N+1 costs
     nothing')."""
-    real = replan.solve
+    real = replan.screening.search
     seen = []
 
     def spy(fm, *args, **kwargs):
@@ -181,7 +181,7 @@ def test_a_lifted_caps_replan_starts_from_the_plan(monkeypatch):
             seen.append((kwargs.get("warm"), res))
         return res
 
-    monkeypatch.setattr(replan, "solve", spy)
+    monkeypatch.setattr(replan.screening, "search", spy)
     monkeypatch.setattr(replan, "MAX_NODES", 0)  # the root node only
     plan = plan_scenario(load_scenario(SCENARIOS / "bank.yaml"), explain="full")
     [(warm, res)] = seen

@@ -13,19 +13,19 @@ from planner.data import deadline
 from planner.data.errors import InfeasibleError, SolverError
 from planner.data.scenario import Scenario
 from planner.data.years import check_multiyear
+from planner.explain import narrative
 from planner.explain.diagnosis import (
     diagnose,
     no_option_diagnosis,
     unplaceable,
 )
-from planner.explain import narrative
 from planner.explain.narrative import explain_plan, explain_years
 from planner.explain.replan import OWN_TIME
 from planner.milp import fleet as model
-from planner.milp import prune
+from planner.milp import prune, screening
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
-from planner.milp.solve import SolveResult, solve
+from planner.milp.solve import SolveResult
 from planner.options import build as options
 
 BOUND_SHARE = 0.5
@@ -111,13 +111,13 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         short_limit = max(1.0, SHORTLIST_SHARE * b.left())  # the rest: the full model's root (below)
         if not _root_fits(share * (b.left() - short_limit), bound.lp_seconds):
             short_limit = max(1.0, share * b.left())  # no root node would fit after it: its time too
-    res = solve(fm, time_limit_s=short_limit)
+    res = screening.search(fm, time_limit_s=short_limit)
     if res.status == "infeasible" and not fm.pairs_pruned:
         deadline.step("diagnosis")
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
         fm, bound = model.build(s, cat, opts, prune=False), None
-        res = solve(fm, time_limit_s=time_limit_s)
+        res = screening.search(fm, time_limit_s=time_limit_s)
         if res.status == "infeasible":
             deadline.step("diagnosis")
             raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))

@@ -31,7 +31,7 @@ from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.explain import batch
 from planner.milp import fleet as model
-from planner.milp import prune
+from planner.milp import prune, screening
 from planner.milp.fleet import FleetModel
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
@@ -299,8 +299,8 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
             fm = models[v.key]
             if v.start is not None:
                 prune.warm_start(fm, *v.start)
-            res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
-                        warm=v.start is not None)
+            res = screening.search(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
+                                   warm=v.start is not None)
             own = stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
                 and res.status != "optimal" and deadline.left() > 0.5
             if own:

@@ -16,9 +16,7 @@ import math
 import os
 import re
 import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pulp
@@ -26,6 +24,7 @@ import pulp
 from planner.data import deadline
 from planner.data.errors import InputError, Problem, SolverError
 from planner.milp.fleet import FleetModel
+from planner.milp.relaxation import stdout_silenced
 
 OK = ("optimal", "feasible")
 CBC_OPTIONS = ("passC 20", "dins on", "rins on", "vnd on", "probing off")
@@ -128,41 +127,13 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
                       **params)
 
 
-_STDOUT_LOCK = threading.Lock()
-_STDOUT_HELD = [0, None]  # solves in progress, the saved stdout descriptor
-
-
-@contextmanager
-def _stdout_silenced(active: bool):
-    """HiGHS prints a banner on file descriptor 1 even when told not to: point descriptor 1 at
-    /dev/null while any HiGHS solve runs (counted, so threads of explanation solves nest)."""
-    if not active:
-        yield
-        return
-    with _STDOUT_LOCK:
-        if _STDOUT_HELD[0] == 0:
-            import sys
-
-            sys.stdout.flush()
-            _STDOUT_HELD[1] = os.dup(1)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.close(devnull)
-        _STDOUT_HELD[0] += 1
-    try:
-        yield
-    finally:
-        with _STDOUT_LOCK:
-            _STDOUT_HELD[0] -= 1
-            if _STDOUT_HELD[0] == 0:
-                os.dup2(_STDOUT_HELD[1], 1)
-                os.close(_STDOUT_HELD[1])
-
-
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
-          mip: bool = True, max_nodes: int | None = None, warm: bool = False) -> SolveResult:
+          mip: bool = True, max_nodes: int | None = None, warm: bool = False,
+          cutoff: float | None = None) -> SolveResult:
     """warm: start CBC's search from the variables' initial values (LpVariable.setInitialValue),
-    a known plan it may improve on (milp/prune.py); other solvers start cold."""
+    a known plan it may improve on (milp/prune.py); other solvers start cold. cutoff (CBC): the
+    search drops every node whose bound is above it, as if a plan of that cost were known
+    (milp/screening.py); a model with no plan below it comes back infeasible."""
     cfg = fm.scenario.solver
     limit = time_limit_s or cfg.time_limit_s
     left = deadline.left()  # the whole command's wall-clock budget (data.deadline)
@@ -183,6 +154,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
             solver.optionsDict["logPath"] = log
         if mip and cfg.name == "cbc":
             solver.optionsDict["warmStart"] = warm
+            if cutoff is not None:
+                solver.options = [*solver.options, f"cutoff {cutoff!r}"]
             order = _spare_search(fm, solver, name)
         return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted)
     finally:
@@ -285,7 +258,7 @@ def _proved_infeasible(log: str | None) -> bool:
 
 def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False) -> SolveResult:
     try:
-        with _stdout_silenced(cfg.name == "highs"):
+        with stdout_silenced(cfg.name == "highs"):
             try:
                 fm.prob.solve(solver)
             except (pulp.PulpSolverError, OSError, ValueError, IndexError):
@@ -347,7 +320,7 @@ def _gap(fm: FleetModel, objective: float) -> float | None:
     try:
         cfg = fm.scenario.solver
         solver, _ = make_solver(min(cfg.time_limit_s, deadline.left()), 0.0, cfg.threads, mip=False, name=cfg.name)
-        with _stdout_silenced(cfg.name == "highs"):
+        with stdout_silenced(cfg.name == "highs"):
             fm.prob.solve(solver)
         bound = pulp.value(fm.prob.objective)
     except Exception:

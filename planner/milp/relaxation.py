@@ -1,0 +1,116 @@
+"""A fleet model's LP relaxation held in process (HiGHS, through highspy), for the many small
+re-solves of one model with a few bounds changed (milp/screening.py): each re-solve starts from
+the last basis and takes milliseconds, where one CBC run through PuLP (write the model, start the
+process, read the answer) takes 50-100 ms.
+
+The LP is the model as PuLP holds it (every row, valid inequalities included) with integrality
+dropped; its objective includes the objective's constant. Only objective values and primal points
+are read. None when highspy cannot be imported (the search then runs as before, without it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from contextlib import contextmanager
+
+import pulp
+
+_LOCK = threading.Lock()
+_HELD = [0, None]  # solves in progress, the saved stdout descriptor
+
+
+@contextmanager
+def stdout_silenced(active: bool):
+    """HiGHS prints a banner on file descriptor 1 even when told not to: point descriptor 1 at
+    /dev/null while any HiGHS solve runs (counted, so threads of explanation solves nest)."""
+    if not active:
+        yield
+        return
+    with _LOCK:
+        if _HELD[0] == 0:
+            import sys
+
+            sys.stdout.flush()
+            _HELD[1] = os.dup(1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        _HELD[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _HELD[0] -= 1
+            if _HELD[0] == 0:
+                os.dup2(_HELD[1], 1)
+                os.close(_HELD[1])
+
+
+class Relaxation:
+    """The LP relaxation of `prob`; bounds are changed with fix() and put back with free()."""
+
+    def __init__(self, prob: pulp.LpProblem, highspy):
+        import numpy as np
+
+        self._hs = highspy
+        self._constant = prob.objective.constant or 0.0
+        variables = prob.variables()
+        self.column = {v.name: j for j, v in enumerate(variables)}
+        self._bounds = {v.name: (v.lowBound, v.upBound) for v in variables}
+        inf = highspy.kHighsInf
+        with stdout_silenced(True):  # its banner
+            h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables], dtype=float)
+        upper = np.array([inf if v.upBound is None else v.upBound for v in variables], dtype=float)
+        cost = np.array([prob.objective.get(v, 0.0) for v in variables], dtype=float)
+        empty = np.array([], dtype=np.int32)
+        h.addCols(len(variables), cost, lower, upper, 0, empty, empty, np.array([], dtype=float))
+        starts, index, value, row_lower, row_upper = [], [], [], [], []
+        for c in prob.constraints():
+            starts.append(len(index))
+            for v, a in c.items():
+                if a:
+                    index.append(self.column[v.name])
+                    value.append(a)
+            lb, ub = c.getLb(), c.getUb()
+            row_lower.append(-inf if lb is None else lb)
+            row_upper.append(inf if ub is None else ub)
+        h.addRows(len(row_lower), np.array(row_lower, dtype=float), np.array(row_upper, dtype=float), len(index),
+                  np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        self._h = h
+        self.solves = 0
+
+    def fix(self, var: pulp.LpVariable, low: float, up: float) -> None:
+        self._h.changeColBounds(self.column[var.name], low, up)
+
+    def free(self, var: pulp.LpVariable) -> None:
+        """var's bounds as the model has them"""
+        low, up = self._bounds[var.name]
+        inf = self._hs.kHighsInf
+        self._h.changeColBounds(self.column[var.name], -inf if low is None else low, inf if up is None else up)
+
+    def solve(self) -> float:
+        """The LP's optimum (objective constant included); inf when it is infeasible or not solved."""
+        self.solves += 1
+        self._h.run()
+        if self._h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+            return math.inf
+        return self._h.getInfo().objective_function_value + self._constant
+
+    def values(self, variables: list[pulp.LpVariable]) -> list[float]:
+        """the variables' values in the last LP solved"""
+        col = self._h.getSolution().col_value
+        return [col[self.column[v.name]] for v in variables]
+
+
+def relaxation(prob: pulp.LpProblem) -> Relaxation | None:
+    """prob's LP relaxation in HiGHS, or None when highspy is not installed."""
+    try:
+        import highspy
+    except ImportError:
+        return None
+    return Relaxation(prob, highspy)

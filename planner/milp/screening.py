@@ -1,0 +1,245 @@
+"""The search of an N+1 model: a plan found first, the pools it proves unused screened out, then
+CBC proves the rest.
+
+An N+1 model opens a pool (owned offer in a year, or one demand's rentals of an offer) with its
+spare u (fleet.define_spare_variables). Its LP relaxation opens many pools a little, and CBC alone
+spends most of its search on which pools to open, long before it has a plan to prune with (20
+generated jobs, seed 6: its first plan after 5 s). This module gives it one, and a smaller model:
+
+1. Dive (LP relaxation in process, milp/relaxation.py): while some spare is fractional in the LP,
+   the one whose opening (u = 1) gives the lowest LP is fixed open; the other spares take their LP
+   values (0 or 1). A set of open pools.
+2. Local search over that set: open one more pool, close one, or swap an open one for a closed
+   one, each move judged by the LP with every spare fixed; the best move is taken while one
+   lowers that LP (at most _lp_budget LPs in steps 1-2: a work bound, so the answer does not depend
+   on the machine's speed).
+3. The incumbent: the MILP (CBC) with the spares fixed to that set, a packing its root cuts close.
+4. Screening: a pool whose LP with u = 1 is above the incumbent's cost C is in no plan cheaper than
+   C: it is closed (u = 0); a pool whose LP with u = 0 is above C is in every such plan: opened
+   (u = 1). Each probe keeps the pools decided before it (by induction every plan cheaper than C
+   satisfies them all), and rounds repeat until none changes (at most MAX_ROUNDS).
+5. CBC on the screened model, with cutoff C: it finds a cheaper plan (proven within solver.gap, or
+   with its gap) or proves there is none, and then the incumbent is the optimum.
+
+Valid bound: a plan that uses a closed pool (or leaves an opened one unused) costs more than C,
+so every plan cheaper than C is a plan of the screened model; the least of CBC's bound on the
+screened model and C bounds every plan of the full model. Nothing is pruned on a heuristic: the
+pools closed are proven unused by every plan cheaper than one in hand.
+
+Measured (benchmarks/milp.py --only core, 30 generated buy-only N+1 fleets of 10-20 jobs, seeds
+3-12, this 2-core machine): the core solves took 165.8 s in all with CBC alone and 100.5 s this
+way, every optimum the same; the largest, 20 jobs seed 7, 60 s without proof -> proven in 27 s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from contextlib import contextmanager
+
+from planner.data import deadline
+from planner.milp.fleet import FleetModel
+from planner.milp.relaxation import Relaxation, relaxation
+from planner.milp.solve import SolveResult, solve
+
+LP_WORK = 400_000
+MIN_LPS = 40
+"""LP_WORK / variables LPs for the dive and the local search together, at least MIN_LPS: a work
+bound, not a clock, so the answer does not depend on the machine (20 jobs, 1,400 variables: 285
+LPs of 2-5 ms; 40 jobs, 3,800 variables: 105 of 8 ms)"""
+SWAP_WITH = 4
+MAX_ROUNDS = 4
+MAX_COLUMNS = 5000
+"""models above this many variables are searched by CBC alone (each LP would cost too much)"""
+REL_TOL = 1e-6
+"""a pool is screened out only when its LP bound is above the incumbent's cost by this share (the
+LP's own tolerances are far below it)"""
+FRACTIONAL = 1e-6
+
+
+def eligible(fm: FleetModel) -> bool:
+    return (len(fm.u) >= 2 and fm.scenario.solver.name == "cbc" and not fm.elastic
+            and len(fm.prob.variables()) <= MAX_COLUMNS)
+
+
+def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
+           max_nodes: int | None = None, warm: bool = False) -> SolveResult:
+    """The model's plan (milp.solve.solve's result, and its arguments): screened as the module
+    docstring says when the model has N+1 spares and no warm start, else one CBC search. max_nodes
+    bounds each of the two CBC searches."""
+    lp = relaxation(fm.prob) if eligible(fm) and not warm else None
+    if lp is None:
+        return solve(fm, time_limit_s=time_limit_s, gap=gap, max_nodes=max_nodes, warm=warm)
+    start = time.perf_counter()
+    limit = time_limit_s or fm.scenario.solver.time_limit_s
+    gap = fm.scenario.solver.gap if gap is None else gap
+
+    def left() -> float:
+        return max(0.0, limit - (time.perf_counter() - start))
+
+    keys = sorted(fm.u, key=repr)
+    root = lp.solve()
+    pattern = _dive(lp, fm, keys) if math.isfinite(root) else None
+    if pattern is None:
+        return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
+    pattern = _improve(lp, fm, keys, pattern, _lp_budget(fm))
+    with _spares_fixed(fm, pattern):
+        found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes)
+    if not found.ok:  # no plan of whole systems in that set of pools: the search alone
+        return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
+    cost = found.objective
+    if deadline.left() <= 0 or left() <= 0:  # no time left to prove it: a feasible plan, cut short
+        if deadline.current() is not None:
+            deadline.cut(deadline.current().step or "a solve")
+        final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
+    else:
+        with _spares_fixed(fm, _screen(lp, fm, keys, cost)):
+            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes,
+                          cutoff=cost * (1 + REL_TOL) + REL_TOL)
+    return _total(_best(fm, found, final, root, gap), start)
+
+
+def _best(fm: FleetModel, found: SolveResult, final: SolveResult, root: float, gap: float) -> SolveResult:
+    """The plan the two searches leave: the screened search's if it found one no dearer than the
+    incumbent; else the incumbent, optimal when the screened search proved no plan cheaper (it
+    came back infeasible under the cutoff, or optimal at no lower cost), otherwise feasible with
+    its gap against the best valid bound (the LP's, or the screened search's capped at the
+    incumbent's cost)."""
+    if final.ok and final.objective <= found.objective:
+        return final
+    for v in fm.prob.variables():  # the model's values back to the incumbent's
+        v.varValue = found.values.get(v.name, 0.0)
+    if final.status in ("infeasible", "optimal"):
+        return dataclasses.replace(found, status="optimal", gap=gap, bound=None, cut_short=False)
+    bound = max(root, min(final.bound, found.objective)) if final.bound is not None else root
+    short = max(0.0, (found.objective - bound) / abs(found.objective)) if found.objective else None
+    return dataclasses.replace(found, status="feasible", gap=short, bound=bound, cut_short=final.cut_short)
+
+
+def _total(res: SolveResult, start: float) -> SolveResult:
+    return dataclasses.replace(res, seconds=time.perf_counter() - start)
+
+
+@contextmanager
+def _spares_fixed(fm: FleetModel, fixed: dict):
+    """The spares in `fixed` held at their values for the duration (bounds restored after)."""
+    saved = {k: (fm.u[k].lowBound, fm.u[k].upBound) for k in fixed}
+    try:
+        for k, value in fixed.items():
+            fm.u[k].lowBound = fm.u[k].upBound = value
+        yield
+    finally:
+        for k, (low, up) in saved.items():
+            fm.u[k].lowBound, fm.u[k].upBound = low, up
+
+
+def _lp_budget(fm: FleetModel) -> int:
+    """LPs the dive and the local search may solve together: LP_WORK over the model's columns
+    (an LP's time grows about with them), at least MIN_LPS."""
+    return max(MIN_LPS, LP_WORK // max(1, len(fm.prob.variables())))
+
+
+def _dive(lp: Relaxation, fm: FleetModel, keys: list) -> dict | None:
+    """Step 1: the pools opened one at a time, the cheapest opening first, until no spare is
+    fractional; past _lp_budget the fractional spares left are rounded up (more pools open: a plan
+    of the LP still). None when the LP has no solution."""
+    opened: list = []
+    try:
+        while True:
+            if not math.isfinite(lp.solve()):
+                return None
+            values = dict(zip(keys, lp.values([fm.u[k] for k in keys])))
+            fractional = [k for k in keys if k not in opened and FRACTIONAL < values[k] < 1 - FRACTIONAL]
+            if not fractional:
+                return {k: 1 if k in opened else round(values[k]) for k in keys}
+            if lp.solves + len(fractional) > _lp_budget(fm):
+                return {k: 1 if k in opened or values[k] > FRACTIONAL else 0 for k in keys}
+            cheapest, best = None, math.inf
+            for k in fractional:
+                lp.fix(fm.u[k], 1, 1)
+                got = lp.solve()
+                lp.free(fm.u[k])
+                if got < best:
+                    cheapest, best = k, got
+            if cheapest is None:
+                return None
+            opened.append(cheapest)
+            lp.fix(fm.u[cheapest], 1, 1)
+    finally:
+        for k in opened:
+            lp.free(fm.u[k])
+
+
+def _improve(lp: Relaxation, fm: FleetModel, keys: list, pattern: dict, budget: int) -> dict:
+    """Step 2: best-improvement local search over the open pools, each set judged by the LP with
+    every spare fixed to it. A round tries every pool toggled, then each open pool swapped for one
+    of the SWAP_WITH closed pools whose opening alone scored best in the toggles."""
+    for k in keys:
+        lp.fix(fm.u[k], pattern[k], pattern[k])
+
+    def tried(change: tuple) -> float:
+        for k in change:
+            lp.fix(fm.u[k], 1 - pattern[k], 1 - pattern[k])
+        got = lp.solve()
+        for k in change:
+            lp.fix(fm.u[k], pattern[k], pattern[k])
+        return got
+
+    try:
+        value = lp.solve()
+        while lp.solves < budget:
+            best, move, opening = value, None, []
+            for k in keys:
+                if lp.solves >= budget:
+                    break
+                got = tried((k,))
+                if not pattern[k]:
+                    opening.append((got, repr(k), k))
+                if got < best - REL_TOL * abs(best):
+                    best, move = got, (k,)
+            closed = [k for _, _, k in sorted(opening)[:SWAP_WITH]]
+            for a in (k for k in keys if pattern[k]):
+                for b in closed:
+                    if lp.solves >= budget:
+                        break
+                    got = tried((a, b))
+                    if got < best - REL_TOL * abs(best):
+                        best, move = got, (a, b)
+            if move is None:
+                return pattern
+            pattern = {**pattern, **{k: 1 - pattern[k] for k in move}}
+            for k in move:
+                lp.fix(fm.u[k], pattern[k], pattern[k])
+            value = best
+        return pattern
+    finally:
+        for k in keys:
+            lp.free(fm.u[k])
+
+
+def _screen(lp: Relaxation, fm: FleetModel, keys: list, cost: float) -> dict:
+    """Step 4: {spare: 0 or 1} for the pools proven closed or open in every plan cheaper than cost."""
+    above = cost + REL_TOL * max(1.0, abs(cost))
+    fixed: dict = {}
+    try:
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for k in keys:
+                if k in fixed:
+                    continue
+                for value in (1, 0):
+                    lp.fix(fm.u[k], value, value)
+                    got = lp.solve()
+                    lp.free(fm.u[k])
+                    if got > above:  # no plan cheaper than cost has u = value
+                        fixed[k] = 1 - value
+                        lp.fix(fm.u[k], 1 - value, 1 - value)
+                        changed = True
+                        break
+            if not changed:
+                break
+        return fixed
+    finally:
+        for k in fixed:
+            lp.free(fm.u[k])

@@ -1,0 +1,133 @@
+"""The N+1 search (planner/milp/screening.py): a plan first, the pools it proves unused closed, then
+CBC with that plan's cost as cutoff. It must end on the optimum CBC alone proves, close only pools
+that every cheaper plan leaves unused, and report a plan it could not prove as feasible."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from planner.app import planning
+from planner.data import deadline
+from planner.data.scenario import Scenario
+from planner.milp import fleet, screening
+from planner.milp.solve import SolveResult, solve
+
+SERVE = dict(stage="serve", precision="fp8", output_tokens=512, hours_per_day=24)
+JOBS = [
+    {"name": "chat-gemma", "model": "gemma-3-27b", "context_tokens": 8192, "input_tokens": 1024,
+     "concurrent_users": 10, "min_tokens_per_s_per_user": 20, **SERVE},
+    {"name": "tune-qwen32", "stage": "finetune", "model": "qwen3-32b", "method": "lora", "dataset_tokens": 1e7,
+     "runs_per_year": 52, "max_hours_per_run": 48},
+    {"name": "rag-qwen32", "model": "qwen3-32b", "context_tokens": 32768, "input_tokens": 4096,
+     "concurrent_users": 100, "min_tokens_per_s_per_user": 30, **SERVE},
+    {"name": "docs-qwen8", "model": "qwen3-8b", "context_tokens": 32768, "input_tokens": 4096,
+     "concurrent_users": 30, "min_tokens_per_s_per_user": 10, **{**SERVE, "hours_per_day": 12}},
+    {"name": "chat-llama8", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 32768,
+     "input_tokens": 4096, "concurrent_users": 100, "min_tokens_per_s_per_user": 20,
+     **{k: v for k, v in SERVE.items() if k != "precision"}},
+    {"name": "agent-oss120", "model": "gpt-oss-120b", "context_tokens": 8192, "input_tokens": 1024,
+     "concurrent_users": 10, "min_tokens_per_s_per_user": 10, **SERVE},
+    {"name": "support-qwen32", "model": "qwen3-32b", "context_tokens": 4096, "input_tokens": 512,
+     "concurrent_users": 100, "min_tokens_per_s_per_user": 10, **SERVE},
+]
+BODY = {"name": "n-plus-one", "site": {"kind": "datacenter"},
+        "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": JOBS}
+
+
+def _model():
+    s = Scenario.model_validate(BODY)
+    cat, opts = planning.prepare(s)
+    return fleet.build(s, cat, opts)
+
+
+@pytest.fixture(scope="module")
+def alone():
+    """The plan of CBC alone on the full model (no screening)."""
+    with deadline.budget(300):
+        fm = _model()
+        return solve(fm, time_limit_s=120)
+
+
+def test_the_screened_search_ends_on_the_optimum_cbc_alone_proves(alone, monkeypatch):
+    closed = []
+    real = screening._screen
+
+    def spy(*args):
+        got = real(*args)
+        closed.extend(k for k, v in got.items() if v == 0)
+        return got
+
+    monkeypatch.setattr(screening, "_screen", spy)
+    with deadline.budget(300):
+        res = screening.search(_model(), time_limit_s=120)
+    assert alone.status == res.status == "optimal"
+    assert res.objective == pytest.approx(alone.objective, rel=1e-3)
+    assert len(closed) >= 5  # pools proven unused: the search ran on a smaller model
+
+
+def test_every_pool_it_closes_costs_more_than_its_plan_when_opened():
+    """Checked apart from HiGHS: CBC's own LP relaxation with the closed pool's spare forced open."""
+    fixed = {}
+    real = screening._screen
+
+    with deadline.budget(300):
+        fm = _model()
+
+        def keep(*args):
+            fixed.update(real(*args))
+            return fixed
+
+        screening._screen, saved = keep, screening._screen
+        try:
+            res = screening.search(fm, time_limit_s=120)
+        finally:
+            screening._screen = saved
+        closed = sorted((k for k, v in fixed.items() if v == 0), key=repr)
+        assert closed and res.ok
+        for k in closed[:4]:
+            fm.u[k].lowBound = 1
+            try:
+                lp = solve(fm, mip=False)
+            finally:
+                fm.u[k].lowBound = 0
+            assert lp.status == "infeasible" or lp.objective > res.objective, (k, lp.objective, res.objective)
+
+
+def test_without_highspy_the_search_is_cbc_alone_and_the_plan_the_same(alone, monkeypatch):
+    monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy raises ImportError
+    assert screening.relaxation(_model().prob) is None
+    with deadline.budget(300):
+        res = screening.search(_model(), time_limit_s=120)
+    assert res.status == "optimal" and res.objective == pytest.approx(alone.objective, rel=1e-3)
+
+
+def _final_search_answers(monkeypatch, answer):
+    """screening's CBC runs as they are, except the last (the one with a cutoff): it answers `answer`."""
+    real = screening.solve
+
+    def fake(fm, *args, cutoff=None, **kwargs):
+        if cutoff is not None:
+            return answer
+        return real(fm, *args, **kwargs)
+
+    monkeypatch.setattr(screening, "solve", fake)
+
+
+def test_nothing_below_the_cutoff_proves_the_first_plan_optimal(alone, monkeypatch):
+    _final_search_answers(monkeypatch, SolveResult("infeasible", 0.1, None, None, "cbc"))
+    with deadline.budget(300):
+        res = screening.search(_model(), time_limit_s=120)
+    assert res.status == "optimal" and res.gap == pytest.approx(0.001)
+    assert res.objective >= alone.objective * (1 - 1e-6) and res.values
+
+
+def test_a_final_search_stopped_by_the_clock_leaves_a_feasible_plan_with_its_gap(alone, monkeypatch):
+    _final_search_answers(monkeypatch, SolveResult("not-solved", 5.0, None, None, "cbc", cut_short=True,
+                                                   bound=alone.objective * 0.97))
+    with deadline.budget(300):
+        res = screening.search(_model(), time_limit_s=120)
+    assert res.status == "feasible" and res.cut_short
+    assert res.bound <= res.objective and res.bound <= alone.objective * (1 + 1e-6)
+    assert res.gap == pytest.approx((res.objective - res.bound) / res.objective)
