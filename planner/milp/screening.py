@@ -90,7 +90,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
         return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
     if deadline.left() <= 0 or left() <= 0:  # no time left to prove it: a feasible plan, cut short
-        if deadline.current() is not None:
+        if deadline.left() <= 0 and deadline.current() is not None:  # (the command's budget, not this search's)
             deadline.cut(deadline.current().step or "a solve")
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
