@@ -84,23 +84,24 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
 
     keys = sorted(fm.u, key=repr)
     root = lp.solve()
-    pattern = _dive(lp, fm, keys) if math.isfinite(root) else None
+    budget = _lp_budget(fm)
+    pattern = _dive(lp, fm, keys, budget) if math.isfinite(root) else None
     if pattern is None:
         return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
-    pattern = _improve(lp, fm, keys, pattern, _lp_budget(fm))
+    pattern = _improve(lp, fm, keys, pattern, budget)
     with _spares_fixed(fm, pattern):
         found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes)
     if not found.ok:  # no plan of whole systems in that set of pools: the search alone
         return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
+    above = cost + REL_TOL * max(1.0, abs(cost))  # (above the incumbent: CBC may find it again)
     if deadline.left() <= 0 or left() <= 0:  # no time left to prove it: a feasible plan, cut short
         if deadline.left() <= 0 and deadline.current() is not None:  # (the command's budget, not this search's)
             deadline.cut(deadline.current().step or "a solve")
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
-        with _spares_fixed(fm, _screen(lp, fm, keys, cost)):
-            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes,
-                          cutoff=cost * (1 + REL_TOL) + REL_TOL)
+        with _spares_fixed(fm, _screen(lp, fm, keys, above)):
+            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above)
     return _total(_best(fm, found, final, root, gap), start)
 
 
@@ -144,7 +145,7 @@ def _lp_budget(fm: FleetModel) -> int:
     return max(MIN_LPS, LP_WORK // max(1, len(fm.prob.variables())))
 
 
-def _dive(lp: Relaxation, fm: FleetModel, keys: list) -> dict | None:
+def _dive(lp: Relaxation, fm: FleetModel, keys: list, budget: int) -> dict | None:
     """Step 1: the pools opened one at a time, the cheapest opening first, until no spare is
     fractional; past _lp_budget the fractional spares left are rounded up (more pools open: a plan
     of the LP still). None when the LP has no solution."""
@@ -157,7 +158,7 @@ def _dive(lp: Relaxation, fm: FleetModel, keys: list) -> dict | None:
             fractional = [k for k in keys if k not in opened and FRACTIONAL < values[k] < 1 - FRACTIONAL]
             if not fractional:
                 return {k: 1 if k in opened else round(values[k]) for k in keys}
-            if lp.solves + len(fractional) > _lp_budget(fm):
+            if lp.solves + len(fractional) > budget:
                 return {k: 1 if k in opened or values[k] > FRACTIONAL else 0 for k in keys}
             cheapest, best = None, math.inf
             for k in fractional:
@@ -222,9 +223,9 @@ def _improve(lp: Relaxation, fm: FleetModel, keys: list, pattern: dict, budget: 
             lp.free(fm.u[k])
 
 
-def _screen(lp: Relaxation, fm: FleetModel, keys: list, cost: float) -> dict:
-    """Step 4: {spare: 0 or 1} for the pools proven closed or open in every plan cheaper than cost."""
-    above = cost + REL_TOL * max(1.0, abs(cost))
+def _screen(lp: Relaxation, fm: FleetModel, keys: list, above: float) -> dict:
+    """Step 4: {spare: 0 or 1} for the pools proven closed or open in every plan cheaper than
+    `above` (the incumbent's cost and REL_TOL)."""
     fixed: dict = {}
     try:
         for _ in range(MAX_ROUNDS):
@@ -236,7 +237,7 @@ def _screen(lp: Relaxation, fm: FleetModel, keys: list, cost: float) -> dict:
                     lp.fix(fm.u[k], value, value)
                     got = lp.solve()
                     lp.free(fm.u[k])
-                    if got > above:  # no plan cheaper than cost has u = value
+                    if got > above:  # no plan cheaper than the incumbent has u = value
                         fixed[k] = 1 - value
                         lp.fix(fm.u[k], 1 - value, 1 - value)
                         changed = True
