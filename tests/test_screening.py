@@ -36,8 +36,8 @@ BODY = {"name": "n-plus-one", "site": {"kind": "datacenter"},
         "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": JOBS}
 
 
-def _model():
-    s = Scenario.model_validate(BODY)
+def _model(redundancy: str = "n+1"):
+    s = Scenario.model_validate({**BODY, "policy": {**BODY["policy"], "redundancy": redundancy}})
     cat, opts = planning.prepare(s)
     return fleet.build(s, cat, opts)
 
@@ -48,6 +48,17 @@ def alone():
     with deadline.budget(300):
         fm = _model()
         return solve(fm, time_limit_s=120)
+
+
+def test_without_n_plus_1_the_pools_are_the_offers_bought_and_the_optimum_the_same():
+    """No spares: a pool is open when its offer has a system bought (p >= 1)."""
+    with deadline.budget(300):
+        fm = _model("none")
+        assert not fm.u and screening.pools(fm) == fm.p and screening.eligible(fm)
+        res = screening.search(fm, time_limit_s=120)
+        cbc = solve(_model("none"), time_limit_s=120)
+    assert res.status == cbc.status == "optimal"
+    assert res.objective == pytest.approx(cbc.objective, rel=1e-3)
 
 
 def test_the_screened_search_ends_on_the_optimum_cbc_alone_proves(alone, monkeypatch):

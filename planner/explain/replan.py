@@ -300,7 +300,7 @@ def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget
             if v.start is not None:
                 prune.warm_start(fm, *v.start)
             res = screening.search(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
-                                   warm=v.start is not None)
+                                   warm=v.start is not None, spares_only=True)
             own = stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
                 and res.status != "optimal" and deadline.left() > 0.5
             if own:

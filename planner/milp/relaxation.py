@@ -84,8 +84,9 @@ class Relaxation:
         self._h = h
         self.solves = 0
 
-    def fix(self, var: pulp.LpVariable, low: float, up: float) -> None:
-        self._h.changeColBounds(self.column[var.name], low, up)
+    def fix(self, var: pulp.LpVariable, low: float, up: float | None) -> None:
+        """var's bounds in the LP (up None: none)"""
+        self._h.changeColBounds(self.column[var.name], low, self._hs.kHighsInf if up is None else up)
 
     def free(self, var: pulp.LpVariable) -> None:
         """var's bounds as the model has them"""

@@ -1,23 +1,25 @@
-"""The search of an N+1 model: a plan found first, the pools it proves unused screened out, then
+"""The search of a fleet model: a plan found first, the pools it proves unused screened out, then
 CBC proves the rest.
 
-An N+1 model opens a pool (owned offer in a year, or one demand's rentals of an offer) with its
-spare u (fleet.define_spare_variables). Its LP relaxation opens many pools a little, and CBC alone
-spends most of its search on which pools to open, long before it has a plan to prune with (20
-generated jobs, seed 6: its first plan after 5 s). This module gives it one, and a smaller model:
+A pool is what a plan opens at a fixed price: under N+1, a pool's spare u (an owned offer in a
+year, or one demand's rentals of an offer; fleet.define_spare_variables), a whole idle system;
+without spares, an owned offer's purchases in a year (p[o,t] >= 1), a whole system however little
+of it is used. The LP relaxation opens many pools a little, and CBC alone spends most of its search
+on which pools to open, long before it has a plan to prune with (20 generated N+1 jobs, seed 6: its
+first plan after 5 s). This module gives it one, and a smaller model:
 
-1. Dive (LP relaxation in process, milp/relaxation.py): while some spare is fractional in the LP,
-   the one whose opening (u = 1) gives the lowest LP is fixed open; the other spares take their LP
-   values (0 or 1). A set of open pools.
+1. Dive (LP relaxation in process, milp/relaxation.py): while some pool is partly open in the LP
+   (0 < u < 1, or 0 < p < 1), the one whose opening gives the lowest LP is fixed open; the others
+   are open where the LP opens them. A set of open pools.
 2. Local search over that set: open one more pool, close one, or swap an open one for a closed
-   one, each move judged by the LP with every spare fixed; the best move is taken while one
-   lowers that LP (at most _lp_budget LPs in steps 1-2: a work bound, so the answer does not depend
-   on the machine's speed).
-3. The incumbent: the MILP (CBC) with the spares fixed to that set, a packing its root cuts close.
-4. Screening: a pool whose LP with u = 1 is above the incumbent's cost C is in no plan cheaper than
-   C: it is closed (u = 0); a pool whose LP with u = 0 is above C is in every such plan: opened
-   (u = 1). Each probe keeps the pools decided before it (by induction every plan cheaper than C
-   satisfies them all), and rounds repeat until none changes (at most MAX_ROUNDS).
+   one, each move judged by the LP with every pool fixed open or closed; the best move is taken
+   while one lowers that LP (at most _lp_budget LPs in steps 1-2: a work bound, so the answer does
+   not depend on the machine's speed).
+3. The incumbent: the MILP (CBC) with the pools fixed open or closed as that set has them.
+4. Screening: a pool whose LP when open is above the incumbent's cost C is in no plan cheaper than
+   C: it is closed (u = 0, p = 0); a pool whose LP when closed is above C is open in every such
+   plan: opened (u = 1, p >= 1). Each probe keeps the pools decided before it (by induction every
+   plan cheaper than C satisfies them all), and rounds repeat until none changes (MAX_ROUNDS).
 5. CBC on the screened model, with cutoff C: it finds a cheaper plan (proven within solver.gap, or
    with its gap) or proves there is none, and then the incumbent is the optimum.
 
@@ -29,10 +31,13 @@ pools closed are proven unused by every plan cheaper than one in hand.
 Measured on 30 generated buy-only N+1 fleets of 10-20 jobs (benchmarks/milp.py's generator, seeds
 3-12, this 2-core machine): the core solves took 165.8 s in all with CBC alone and 94.0 s this
 way, every optimum the same; 20 jobs seed 7: not proven in 60 s (a plan 4.1% dearer) -> proven in
-26 s. With the optimum known beforehand as the cutoff the same search takes 69 s: most of what is
-left is CBC proving that no cheaper plan exists. The explanations' re-planned variants use it too
-(replan.py): on 20 jobs seed 6 the next-best fleet went from $1,824,016/yr, not proven, to the
-proven $1,682,368/yr, within the same time.
+26 s. With the optimum known beforehand as the cutoff they take 69 s: most of what is left is CBC
+proving that no cheaper plan exists. The 18 fleets of seeds 3-8 without N+1 (pools: offers
+bought): 193.9 -> 137.1 s, every optimum the same; 20 jobs seed 3 23.4 -> 3.4 s, seed 8 not proven
+in 60 s -> proven in 10.6 s, but seed 7 34.5 -> 58.1 s (CBC's search of the screened model is not
+always the shorter). The explanations' re-planned variants use it too (replan.py): on 20 N+1 jobs
+seed 6 the next-best fleet went from $1,824,016/yr, not proven, to the proven $1,682,368/yr,
+within the same time.
 """
 
 from __future__ import annotations
@@ -62,17 +67,31 @@ LP's own tolerances are far below it)"""
 FRACTIONAL = 1e-6
 
 
+def pools(fm: FleetModel) -> dict:
+    """The model's pools, key -> the variable that opens it: the N+1 spares where the model has
+    them, else the purchases of each owned offer (p[o,t] >= 1: bought in year t)."""
+    return dict(fm.u) if fm.u else dict(fm.p)
+
+
 def eligible(fm: FleetModel) -> bool:
-    return (len(fm.u) >= 2 and fm.scenario.solver.name == "cbc" and not fm.elastic
+    return (len(pools(fm)) >= 2 and fm.scenario.solver.name == "cbc" and not fm.elastic
             and len(fm.prob.variables()) <= MAX_COLUMNS)
 
 
+def _bounds(var, state: int) -> tuple[float, float | None]:
+    """A pool's bounds when open (at least one: a spare held, a system bought) or closed (0)."""
+    return (1, var.upBound) if state else (0, 0)
+
+
 def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
-           max_nodes: int | None = None, warm: bool = False) -> SolveResult:
+           max_nodes: int | None = None, warm: bool = False, spares_only: bool = False) -> SolveResult:
     """The model's plan (milp.solve.solve's result, and its arguments): screened as the module
-    docstring says when the model has N+1 spares and no warm start, else one CBC search. max_nodes
-    bounds each of the two CBC searches."""
-    lp = relaxation(fm.prob) if eligible(fm) and not warm else None
+    docstring says when the model has two pools or more and no warm start, else one CBC search.
+    max_nodes bounds each of the two CBC searches. spares_only: screen N+1 models only (the
+    explanations' re-plans, bounded by work and by their share of time: on a model without spares
+    the screened search is not reliably the shorter, and on small ones CBC alone is quicker)."""
+    screened = eligible(fm) and not warm and (bool(fm.u) or not spares_only)
+    lp = relaxation(fm.prob) if screened else None
     if lp is None:
         return solve(fm, time_limit_s=time_limit_s, gap=gap, max_nodes=max_nodes, warm=warm)
     start = time.perf_counter()
@@ -82,14 +101,15 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     def left() -> float:
         return max(0.0, limit - (time.perf_counter() - start))
 
-    keys = sorted(fm.u, key=repr)
+    opens = pools(fm)
+    keys = sorted(opens, key=repr)
     root = lp.solve()
     budget = _lp_budget(fm)
-    pattern = _dive(lp, fm, keys, budget) if math.isfinite(root) else None
+    pattern = _dive(lp, opens, keys, budget) if math.isfinite(root) else None
     if pattern is None:
         return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
-    pattern = _improve(lp, fm, keys, pattern, budget)
-    with _spares_fixed(fm, pattern):
+    pattern = _improve(lp, opens, keys, pattern, budget)
+    with _pools_fixed(opens, pattern):
         found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes)
     if not found.ok:  # no plan of whole systems in that set of pools: the search alone
         return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
@@ -100,7 +120,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             deadline.cut(deadline.current().step or "a solve")
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
-        with _spares_fixed(fm, _screen(lp, fm, keys, above)):
+        with _pools_fixed(opens, _screen(lp, opens, keys, above)):
             final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above)
     return _total(_best(fm, found, final, root, gap), start)
 
@@ -127,16 +147,20 @@ def _total(res: SolveResult, start: float) -> SolveResult:
 
 
 @contextmanager
-def _spares_fixed(fm: FleetModel, fixed: dict):
-    """The spares in `fixed` held at their values for the duration (bounds restored after)."""
-    saved = {k: (fm.u[k].lowBound, fm.u[k].upBound) for k in fixed}
+def _pools_fixed(opens: dict, fixed: dict):
+    """The pools in `fixed` held open (1) or closed (0) for the duration (bounds restored after)."""
+    saved = {k: (opens[k].lowBound, opens[k].upBound) for k in fixed}
     try:
-        for k, value in fixed.items():
-            fm.u[k].lowBound = fm.u[k].upBound = value
+        for k, state in fixed.items():
+            opens[k].lowBound, opens[k].upBound = _bounds(opens[k], state)
         yield
     finally:
         for k, (low, up) in saved.items():
-            fm.u[k].lowBound, fm.u[k].upBound = low, up
+            opens[k].lowBound, opens[k].upBound = low, up
+
+
+def _set(lp: Relaxation, var, state: int) -> None:
+    lp.fix(var, *_bounds(var, state))
 
 
 def _lp_budget(fm: FleetModel) -> int:
@@ -145,7 +169,7 @@ def _lp_budget(fm: FleetModel) -> int:
     return max(MIN_LPS, LP_WORK // max(1, len(fm.prob.variables())))
 
 
-def _dive(lp: Relaxation, fm: FleetModel, keys: list, budget: int) -> dict | None:
+def _dive(lp: Relaxation, opens: dict, keys: list, budget: int) -> dict | None:
     """Step 1: the pools opened one at a time, the cheapest opening first, until no spare is
     fractional; past _lp_budget the fractional spares left are rounded up (more pools open: a plan
     of the LP still). None when the LP has no solution."""
@@ -154,41 +178,39 @@ def _dive(lp: Relaxation, fm: FleetModel, keys: list, budget: int) -> dict | Non
         while True:
             if not math.isfinite(lp.solve()):
                 return None
-            values = dict(zip(keys, lp.values([fm.u[k] for k in keys])))
+            values = dict(zip(keys, lp.values([opens[k] for k in keys])))
             fractional = [k for k in keys if k not in opened and FRACTIONAL < values[k] < 1 - FRACTIONAL]
-            if not fractional:
-                return {k: 1 if k in opened else round(values[k]) for k in keys}
-            if lp.solves + len(fractional) > budget:
+            if not fractional or lp.solves + len(fractional) > budget:
                 return {k: 1 if k in opened or values[k] > FRACTIONAL else 0 for k in keys}
             cheapest, best = None, math.inf
             for k in fractional:
-                lp.fix(fm.u[k], 1, 1)
+                _set(lp, opens[k], 1)
                 got = lp.solve()
-                lp.free(fm.u[k])
+                lp.free(opens[k])
                 if got < best:
                     cheapest, best = k, got
             if cheapest is None:
                 return None
             opened.append(cheapest)
-            lp.fix(fm.u[cheapest], 1, 1)
+            _set(lp, opens[cheapest], 1)
     finally:
         for k in opened:
-            lp.free(fm.u[k])
+            lp.free(opens[k])
 
 
-def _improve(lp: Relaxation, fm: FleetModel, keys: list, pattern: dict, budget: int) -> dict:
+def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: int) -> dict:
     """Step 2: best-improvement local search over the open pools, each set judged by the LP with
     every spare fixed to it. A round tries every pool toggled, then each open pool swapped for one
     of the SWAP_WITH closed pools whose opening alone scored best in the toggles."""
     for k in keys:
-        lp.fix(fm.u[k], pattern[k], pattern[k])
+        _set(lp, opens[k], pattern[k])
 
     def tried(change: tuple) -> float:
         for k in change:
-            lp.fix(fm.u[k], 1 - pattern[k], 1 - pattern[k])
+            _set(lp, opens[k], 1 - pattern[k])
         got = lp.solve()
         for k in change:
-            lp.fix(fm.u[k], pattern[k], pattern[k])
+            _set(lp, opens[k], pattern[k])
         return got
 
     try:
@@ -215,15 +237,15 @@ def _improve(lp: Relaxation, fm: FleetModel, keys: list, pattern: dict, budget: 
                 return pattern
             pattern = {**pattern, **{k: 1 - pattern[k] for k in move}}
             for k in move:
-                lp.fix(fm.u[k], pattern[k], pattern[k])
+                _set(lp, opens[k], pattern[k])
             value = best
         return pattern
     finally:
         for k in keys:
-            lp.free(fm.u[k])
+            lp.free(opens[k])
 
 
-def _screen(lp: Relaxation, fm: FleetModel, keys: list, above: float) -> dict:
+def _screen(lp: Relaxation, opens: dict, keys: list, above: float) -> dict:
     """Step 4: {spare: 0 or 1} for the pools proven closed or open in every plan cheaper than
     `above` (the incumbent's cost and REL_TOL)."""
     fixed: dict = {}
@@ -233,13 +255,13 @@ def _screen(lp: Relaxation, fm: FleetModel, keys: list, above: float) -> dict:
             for k in keys:
                 if k in fixed:
                     continue
-                for value in (1, 0):
-                    lp.fix(fm.u[k], value, value)
+                for state in (1, 0):
+                    _set(lp, opens[k], state)
                     got = lp.solve()
-                    lp.free(fm.u[k])
-                    if got > above:  # no plan cheaper than the incumbent has u = value
-                        fixed[k] = 1 - value
-                        lp.fix(fm.u[k], 1 - value, 1 - value)
+                    lp.free(opens[k])
+                    if got > above:  # no plan cheaper than the incumbent has the pool so
+                        fixed[k] = 1 - state
+                        _set(lp, opens[k], 1 - state)
                         changed = True
                         break
             if not changed:
@@ -247,4 +269,4 @@ def _screen(lp: Relaxation, fm: FleetModel, keys: list, above: float) -> dict:
         return fixed
     finally:
         for k in fixed:
-            lp.free(fm.u[k])
+            lp.free(opens[k])
