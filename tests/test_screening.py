@@ -50,11 +50,14 @@ def alone():
         return solve(fm, time_limit_s=120)
 
 
-def test_without_n_plus_1_the_pools_are_the_offers_bought_and_the_optimum_the_same():
-    """No spares: a pool is open when its offer has a system bought (p >= 1)."""
+def test_without_n_plus_1_the_pools_are_the_offers_bought_and_the_optimum_the_same(monkeypatch):
+    """No spares: a pool is open when its offer has a system bought (p >= 1). This fleet is below
+    the size where that pays (CBC alone is searched), so the floor is lowered to test it."""
     with deadline.budget(300):
         fm = _model("none")
-        assert not fm.u and screening.pools(fm) == fm.p and screening.eligible(fm)
+        assert not fm.u and screening.pools(fm) == fm.p and not screening.eligible(fm)
+        monkeypatch.setattr(screening, "MIN_COLUMNS_PURCHASES", 0)
+        assert screening.eligible(fm)
         res = screening.search(fm, time_limit_s=120)
         cbc = solve(_model("none"), time_limit_s=120)
     assert res.status == cbc.status == "optimal"

@@ -59,10 +59,13 @@ bound, not a clock, so the answer does not depend on the machine (20 jobs, 1,400
 LPs of 2-5 ms; 40 jobs, 3,800 variables: 105 of 8 ms)"""
 SWAP_WITH = 4
 MAX_ROUNDS = 4
-MIN_COLUMNS, MAX_COLUMNS = 300, 5000
+MIN_COLUMNS, MIN_COLUMNS_PURCHASES, MAX_COLUMNS = 300, 1000, 5000
 """models outside this many variables are searched by CBC alone: below, CBC alone takes a tenth of
 a second and the screened search's second CBC run costs as much (the test suite, of mostly small
-plans: 3m17s -> 3m42s of CPU without this floor); above, each LP would cost too much"""
+plans: 3m17s -> 3m42s of CPU without this floor); above, each LP would cost too much. Without
+spares the floor is higher: on the generated fleets of 10 jobs without N+1 (about 700 variables)
+the screened search was as often slower as faster (seed 3: 1.1 -> 3.7 s, seed 7: 6.1 -> 2.0 s); on
+20 jobs (1,200-1,400) it gains (seed 3: 23.4 -> 3.4 s)"""
 REL_TOL = 1e-6
 """a pool is screened out only when its LP bound is above the incumbent's cost by this share (the
 LP's own tolerances are far below it)"""
@@ -76,8 +79,9 @@ def pools(fm: FleetModel) -> dict:
 
 
 def eligible(fm: FleetModel) -> bool:
+    columns = len(fm.prob.variables())
     return (len(pools(fm)) >= 2 and fm.scenario.solver.name == "cbc" and not fm.elastic
-            and MIN_COLUMNS <= len(fm.prob.variables()) <= MAX_COLUMNS)
+            and (MIN_COLUMNS if fm.u else MIN_COLUMNS_PURCHASES) <= columns <= MAX_COLUMNS)
 
 
 def _bounds(var, state: int) -> tuple[float, float | None]:
