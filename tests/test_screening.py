@@ -145,3 +145,20 @@ def test_a_final_search_stopped_by_the_clock_leaves_a_feasible_plan_with_its_gap
     assert res.status == "feasible" and res.cut_short
     assert res.bound <= res.objective and res.bound <= alone.objective * (1 + 1e-6)
     assert res.gap == pytest.approx((res.objective - res.bound) / res.objective)
+
+
+def test_a_warm_start_that_is_a_plan_is_the_incumbent_and_one_that_breaks_a_row_is_not(alone):
+    """A lifted cap's re-plan starts from the plan: that start is taken as the incumbent (no dive)
+    only when it meets every row; its cost is then what the screen compares against."""
+    with deadline.budget(300):
+        fm = _model()
+        for v in fm.prob.variables():
+            v.setInitialValue(round(alone.values.get(v.name, 0.0)) if v.cat != "Continuous"
+                              else alone.values.get(v.name, 0.0))
+        start = screening._start_plan(fm)
+        assert start is not None and start.objective == pytest.approx(alone.objective, rel=1e-6)
+        res = screening.search(fm, time_limit_s=120, warm=True, spares_only=True)
+        assert res.status == "optimal" and res.objective == pytest.approx(alone.objective, rel=1e-3)
+        bought = next(v for v in fm.p.values() if (v.varValue or 0) >= 1)
+        bought.setInitialValue(0)  # one system fewer than the plan needs: a row is broken
+        assert screening._start_plan(fm) is None

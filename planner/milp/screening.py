@@ -49,6 +49,7 @@ from contextlib import contextmanager
 
 from planner.data import deadline
 from planner.milp.fleet import FleetModel
+from planner.milp.registry import room
 from planner.milp.relaxation import Relaxation, relaxation
 from planner.milp.solve import SolveResult, solve
 
@@ -92,13 +93,17 @@ def _bounds(var, state: int) -> tuple[float, float | None]:
 def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
            max_nodes: int | None = None, warm: bool = False, spares_only: bool = False) -> SolveResult:
     """The model's plan (milp.solve.solve's result, and its arguments): screened as the module
-    docstring says when the model has two pools or more and no warm start, else one CBC search.
-    max_nodes bounds each of the two CBC searches. spares_only: screen N+1 models only (the
-    explanations' re-plans, bounded by work and by their share of time: on a model without spares
-    the screened search is not reliably the shorter, and on small ones CBC alone is quicker)."""
-    screened = eligible(fm) and not warm and (bool(fm.u) or not spares_only)
+    docstring says when the model has two pools or more, else one CBC search. max_nodes bounds each
+    of the two CBC searches. spares_only: screen N+1 models only (the explanations' re-plans,
+    bounded by work and by their share of time: on a model without spares the screened search is
+    not reliably the shorter, and on small ones CBC alone is quicker), except from a warm start.
+    warm: the variables' initial values are a plan (a lifted cap's re-plan starts from the plan):
+    when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
+    starts from it; else one CBC search from it."""
+    screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
     lp = relaxation(fm.prob) if screened else None
-    if lp is None:
+    found = _start_plan(fm) if lp is not None and warm else None
+    if lp is None or (warm and found is None):
         return solve(fm, time_limit_s=time_limit_s, gap=gap, max_nodes=max_nodes, warm=warm)
     start = time.perf_counter()
     limit = time_limit_s or fm.scenario.solver.time_limit_s
@@ -110,15 +115,16 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     opens = pools(fm)
     keys = sorted(opens, key=repr)
     root = lp.solve()
-    budget = _lp_budget(fm)
-    pattern = _dive(lp, opens, keys, budget) if math.isfinite(root) else None
-    if pattern is None:
-        return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
-    pattern = _improve(lp, opens, keys, pattern, budget)
-    with _pools_fixed(opens, pattern):
-        found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes)
-    if not found.ok:  # no plan of whole systems in that set of pools: the search alone
-        return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
+    if found is None:
+        budget = _lp_budget(fm)
+        pattern = _dive(lp, opens, keys, budget) if math.isfinite(root) else None
+        if pattern is None:
+            return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
+        pattern = _improve(lp, opens, keys, pattern, budget)
+        with _pools_fixed(opens, pattern):
+            found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes)
+        if not found.ok:  # no plan of whole systems in that set of pools: the search alone
+            return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
     above = cost + REL_TOL * max(1.0, abs(cost))  # (above the incumbent: CBC may find it again)
     if deadline.left() <= 0 or left() <= 0:  # no time left to prove it: a feasible plan, cut short
@@ -127,8 +133,27 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
         with _pools_fixed(opens, _screen(lp, opens, keys, above)):
-            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above)
+            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=warm)
     return _total(_best(fm, found, final, root, gap), start)
+
+
+START_TOL = 1e-6
+"""a start's row may miss by this share of its right-hand side (at least this much) and count as met"""
+
+
+def _start_plan(fm: FleetModel) -> SolveResult | None:
+    """The warm start (the variables' initial values) as a plan, when it meets every row of the
+    model and every variable's bounds; None otherwise (its cost would not be a plan's)."""
+    values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
+    for v in fm.prob.variables():
+        x = values[v.name]
+        if (v.lowBound is not None and x < v.lowBound - START_TOL) or (v.upBound is not None and x > v.upBound + START_TOL):
+            return None
+    for c in fm.prob.constraints():
+        if room(c, values) < -START_TOL * max(1.0, abs(c.constant)):
+            return None
+    objective = sum(a * values[v.name] for v, a in fm.prob.objective.items()) + (fm.prob.objective.constant or 0.0)
+    return SolveResult("feasible", 0.0, None, objective, fm.scenario.solver.name, values)
 
 
 def _best(fm: FleetModel, found: SolveResult, final: SolveResult, root: float, gap: float) -> SolveResult:
