@@ -201,8 +201,8 @@ def _lp_budget(fm: FleetModel) -> int:
 
 
 def _dive(lp: Relaxation, opens: dict, keys: list, budget: int) -> dict | None:
-    """Step 1: the pools opened one at a time, the cheapest opening first, until no spare is
-    fractional; past _lp_budget the fractional spares left are rounded up (more pools open: a plan
+    """Step 1: the pools opened one at a time, the cheapest opening first, until none is partly
+    open in the LP; past the budget the partly open ones left are opened (more pools open: a plan
     of the LP still). None when the LP has no solution."""
     opened: list = []
     try:
