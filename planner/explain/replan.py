@@ -33,6 +33,7 @@ from planner.explain import batch
 from planner.milp import fleet as model
 from planner.milp import prune, screening
 from planner.milp.fleet import FleetModel
+from planner.milp.registry import bounds_held
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
 
@@ -225,16 +226,10 @@ def fleet_of(fm: FleetModel, res: SolveResult) -> dict[tuple, int]:
 def fleet_fixed(fm: FleetModel, fleet: dict[tuple, int]):
     """fm with its fleet variables fixed at `fleet` (by (store, key); one the plan lacks at 0),
     bounds restored after."""
-    saved = []
-    try:
-        for store in FLEET_STORES:
-            for key, v in sorted(getattr(fm, store).items(), key=lambda kv: repr(kv[0])):
-                saved.append((v, v.lowBound, v.upBound))
-                v.lowBound = v.upBound = fleet.get((store, key), 0)
+    held = [(v, fleet.get((store, key), 0), fleet.get((store, key), 0)) for store in FLEET_STORES
+            for key, v in sorted(getattr(fm, store).items(), key=lambda kv: repr(kv[0]))]
+    with bounds_held(held):
         yield fm
-    finally:
-        for v, lo, up in saved:
-            v.lowBound, v.upBound = lo, up
 
 
 def _in(todo: list) -> list[Variant]:

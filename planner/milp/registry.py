@@ -94,6 +94,20 @@ class Registry:
         return self.catalog.systems[self.options.offers[oid].system]
 
 
+@contextmanager
+def bounds_held(bounds: list[tuple[pulp.LpVariable, float, float | None]]):
+    """Each variable held within its (low, up) for the duration, its own bounds restored after
+    (a fleet fixed for a re-plan, pools opened or closed for a screened search)."""
+    saved = [(v, v.lowBound, v.upBound) for v, _, _ in bounds]
+    try:
+        for v, low, up in bounds:
+            v.lowBound, v.upBound = low, up
+        yield
+    finally:
+        for v, low, up in saved:
+            v.lowBound, v.upBound = low, up
+
+
 def row_value(c, values: dict | None = None) -> float:
     """lhs - rhs of a row, at the current variable values or at `values` (by variable name)."""
     if values is None:

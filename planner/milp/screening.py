@@ -45,11 +45,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from contextlib import contextmanager
 
 from planner.data import deadline
 from planner.milp.fleet import FleetModel
-from planner.milp.registry import room
+from planner.milp.registry import bounds_held, room
 from planner.milp.relaxation import Relaxation, relaxation
 from planner.milp.solve import SolveResult, solve
 
@@ -101,9 +100,9 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
     starts from it; else one CBC search from it."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
-    lp = relaxation(fm.prob) if screened else None
-    found = _start_plan(fm) if lp is not None and warm else None
-    if lp is None or (warm and found is None):
+    found = _start_plan(fm) if screened and warm else None
+    lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None
+    if lp is None:
         return solve(fm, time_limit_s=time_limit_s, gap=gap, max_nodes=max_nodes, warm=warm)
     start = time.perf_counter()
     limit = time_limit_s or fm.scenario.solver.time_limit_s
@@ -177,17 +176,9 @@ def _total(res: SolveResult, start: float) -> SolveResult:
     return dataclasses.replace(res, seconds=time.perf_counter() - start)
 
 
-@contextmanager
 def _pools_fixed(opens: dict, fixed: dict):
     """The pools in `fixed` held open (1) or closed (0) for the duration (bounds restored after)."""
-    saved = {k: (opens[k].lowBound, opens[k].upBound) for k in fixed}
-    try:
-        for k, state in fixed.items():
-            opens[k].lowBound, opens[k].upBound = _bounds(opens[k], state)
-        yield
-    finally:
-        for k, (low, up) in saved.items():
-            opens[k].lowBound, opens[k].upBound = low, up
+    return bounds_held([(opens[k], *_bounds(opens[k], state)) for k, state in fixed.items()])
 
 
 def _set(lp: Relaxation, var, state: int) -> None:
