@@ -33,6 +33,13 @@ BOUND_SHARE = 0.5
 long as the options build on 500 jobs) is left out when less than this share of the time limit is
 left after the options and the model: the search gets the time, the plan says it was cut."""
 
+BOUND_STEP_SHARE = 0.5
+"""The share of the time left that the full LP bound may take (the full model's build, then its LP:
+prune.full_model_bound); past it the bound is left out and said cut short. Not started when the
+full model's build alone is expected to take longer (_full_build_s): 500 generated jobs, limit 60 s,
+used to spend 75 s on the bound (CBC's LP of the full model could not be stopped) and then had no
+time left for a plan (exit 4 after 88 s)."""
+
 SHORTLIST_SHARE = 0.5
 """Of the time left once the full model's LP bound is known, the share the shortlisted model's
 search may take when the plan has a wall-clock budget: the rest goes to the full model's root node
@@ -93,23 +100,27 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     follow (they share the time limit)."""
     cat, opts = prepare(s, catalog_paths)
     deadline.step("solve")
+    built = time.perf_counter()
     fm = model.build(s, cat, opts)
+    built = time.perf_counter() - built
     bound = None
     b = deadline.current()
-    if fm.pairs_pruned and b is not None and b.left() < BOUND_SHARE * b.seconds:
+    if fm.pairs_pruned and b is not None and (b.left() < BOUND_SHARE * b.seconds
+                                              or _full_build_s(fm, built) > BOUND_STEP_SHARE * b.left()):
         deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
         bound = prune.FullBound(None, {}, 0)
     elif fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
         deadline.step("bound")
-        bound = prune.full_model_bound(fm)
+        bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
         deadline.step("solve")
-        fm = model.build(s, cat, opts, keep_pairs=bound.support)
+        if bound.objective is not None:
+            fm = model.build(s, cat, opts, keep_pairs=bound.support)
     b = deadline.current()
     short_limit = time_limit_s
     share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
     if fm.pairs_pruned and b is not None and bound.objective is not None:
         short_limit = max(1.0, SHORTLIST_SHARE * b.left())  # the rest: the full model's root (below)
-        if not _root_fits(share * (b.left() - short_limit), bound.lp_seconds):
+        if not _root_fits(share * (b.left() - short_limit), bound.cbc_lp_seconds):
             short_limit = max(1.0, share * b.left())  # no root node would fit after it: its time too
     res = screening.search(fm, time_limit_s=short_limit)
     if res.status == "infeasible" and not fm.pairs_pruned:
@@ -128,8 +139,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         b = deadline.current()
         root_s = share * b.left() if b is not None else ROOT_SHARE_UNBUDGETED * (time_limit_s or s.solver.time_limit_s)
         if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap \
-                and _root_fits(root_s, bound.lp_seconds):
-            root_s -= bound.lp_seconds  # (CBC's overrun past its limit: one cut pass, about one LP)
+                and _root_fits(root_s, bound.cbc_lp_seconds):
+            root_s -= bound.cbc_lp_seconds  # (CBC's overrun past its limit: one cut pass, about one LP)
             deadline.step("bound")  # a tighter valid bound: the full model's root node, with cuts,
             started = time.perf_counter()
             bound, better = prune.root_bound(bound, root_s, fm, res)  # started from the plan found
@@ -139,6 +150,14 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
             measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)
+
+
+def _full_build_s(fm, built_s: float) -> float:
+    """The full model's expected build time: the shortlisted model's, scaled by the pairs the full
+    model adds (a model's build time grows about with its pairs: 500 generated jobs, 6 s for the
+    shortlist's 16,992 variables, 15.6 s for the full model's 104,286)."""
+    kept = sum(map(len, fm.serve_pairs.values())) + sum(map(len, fm.batch_pairs.values()))
+    return built_s * (kept + fm.pairs_pruned) / max(1, kept)
 
 
 def _root_fits(seconds: float, lp_seconds: float) -> bool:

@@ -38,6 +38,7 @@ met), and every plan lowers to a minimal one at no higher cost, so the optimum i
 from __future__ import annotations
 
 import math
+import time
 
 import pulp
 
@@ -205,11 +206,12 @@ FAMILIES = (
 
 def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
           tight: bool = True, prune: bool = True, keep_pairs: dict | None = None,
-          years: bool | None = None) -> FleetModel:
+          years: bool | None = None, until: float | None = None) -> FleetModel:
     """The fleet MILP for a scenario, its catalog and its options (see the module docstring):
     years 1..horizon_years with the NPV objective when the scenario is multi-year (or years=True),
     else year 1 with the yearly cost. prune=False instantiates every pair (no shortlist),
-    keep_pairs adds pairs to a shortlist."""
+    keep_pairs adds pairs to a shortlist. until (time.monotonic()): SolverError when the build is
+    still under way then (checked between constraint families, as the command's budget is)."""
     multi = scenario.multi_year if years is None else years
     fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet_years" if multi else "fleet", pulp.LpMinimize),
                     elastic=elastic, tight=tight, prune=prune, keep_pairs=keep_pairs, npv=multi,
@@ -217,6 +219,8 @@ def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool 
     for done, define in enumerate(FAMILIES):
         if done and deadline.left() <= 0 and (deadline.current().step or "").startswith(("solve", "bound")):
             raise SolverError(_out_of_time(done))
+        if done and until is not None and time.monotonic() > until:
+            raise SolverError(f"the model's build passed its time ({done} of {len(FAMILIES)} parts built)")
         define(fm)
     return fm
 

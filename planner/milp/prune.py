@@ -8,11 +8,15 @@ The full model (every candidate pair) is built and its LP relaxation solved: tha
   - the pairs it uses (y, x > 0, or a rental of the pair's offer for that demand) are added to the
     shortlist: what the relaxation finds worth sharing is not pruned by a ranking that prices each
     demand alone.
+The bound has a share of the time left (app/planning.py, BOUND_STEP_SHARE): HiGHS solves the LP in
+process with a time limit, the build stops past it, and a bound that cannot fit is left out and
+said cut short (the plan is then feasible, its gap unknown), never paid for with the plan's search.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import pulp
@@ -20,7 +24,16 @@ import pulp
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.milp import fleet
+from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult, solve
+
+CBC_LP_OVER_HIGHS = 2.5
+"""CBC's time for a full model's LP through PuLP (the MPS file written, the LP, the answer read)
+over HiGHS's in process (the LP loaded and solved), measured on benchmarks/milp.py's generated
+jobs, this 2-core machine: 0.9x on 60 jobs (15,122 variables: 1.39 s against 1.50 s), 2.1x on 200
+(44,655: 13.6 s against 6.6 s), 2.5x on 500 (104,286: 56 s against 22 s). The LP is HiGHS's; the
+root node (root_bound) is CBC's and starts by solving the LP again: its time is budgeted with this."""
+
 
 @dataclasses.dataclass
 class FullBound:
@@ -29,28 +42,52 @@ class FullBound:
     pairs: int  # candidate pairs in the full model
     model: object = None  # the full model, to tighten the bound at its root node (root_bound)
     lp_seconds: float = 0.0
-    """how long the full model's LP took: about one cut pass of its root node, the step by which
-    CBC overruns a time limit (it checks the clock between passes)"""
+    """how long the full model's LP took (HiGHS: loading it too)"""
+    by_highs: bool = False
+
+    @property
+    def cbc_lp_seconds(self) -> float:
+        """CBC's expected time for the full model's LP: about one cut pass of its root node, the
+        step by which CBC overruns a time limit (it checks the clock between passes)."""
+        return self.lp_seconds * (CBC_LP_OVER_HIGHS if self.by_highs else 1.0)
 
 
-def full_model_bound(fm: fleet.FleetModel) -> FullBound:
-    """The full model's LP relaxation: its objective and the pairs it uses."""
+def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> FullBound:
+    """The full model's LP relaxation: its objective and the pairs it uses. HiGHS in process solves
+    it (CBC when highspy is missing): on 500 generated jobs (104,286 variables) CBC through PuLP
+    took 56 s and could not be stopped by its time limit, HiGHS 22 s. seconds: the time the bound may
+    take (the full model's build and its LP); past it the bound is left out (said cut short: the
+    plan is then never called optimal) and the shortlist's search gets the time left."""
+    end = None if seconds is None else time.monotonic() + seconds
     try:
-        full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False)
+        full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False, until=end)
     except SolverError:  # the budget ran out building it: the shortlist's search gets what is left
         deadline.cut("bound")
         return FullBound(None, {}, 0)
-    res = solve(full, gap=0.0, mip=False)
     pairs = sum(map(len, full.serve_pairs.values())) + sum(map(len, full.batch_pairs.values()))
-    if not res.ok:
+    started = time.perf_counter()
+    lp = relaxation(full.prob)
+    if lp is None:
+        res = solve(full, gap=0.0, mip=False)
+        values, objective, seconds_taken = res.values, res.objective if res.ok else None, res.seconds
+    else:
+        objective = lp.solve(None if end is None else end - time.monotonic())
+        seconds_taken = time.perf_counter() - started
+        if not math.isfinite(objective):
+            if end is not None and time.monotonic() >= end:
+                deadline.cut("bound")
+            return FullBound(None, {}, pairs, full)
+        stores = [v for store in (full.y, full.x, full.r) for v in store.values()]
+        values = dict(zip((v.name for v in stores), lp.values(stores)))
+    if objective is None:
         return FullBound(None, {}, pairs, full)
     used: dict = {}
-    rented = {key[:2] for key, v in full.r.items() if res.values.get(v.name, 0.0) > 1e-7}
+    rented = {key[:2] for key, v in full.r.items() if values.get(v.name, 0.0) > 1e-7}
     for store in (full.y, full.x):
         for (dk, i, oid, _), v in store.items():
-            if res.values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
+            if values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
-    return FullBound(res.objective, used, pairs, full, lp_seconds=res.seconds)
+    return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None)
 
 
 def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | None = None,

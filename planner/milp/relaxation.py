@@ -94,9 +94,13 @@ class Relaxation:
         inf = self._hs.kHighsInf
         self._h.changeColBounds(self.column[var.name], -inf if low is None else low, inf if up is None else up)
 
-    def solve(self) -> float:
-        """The LP's optimum (objective constant included); inf when it is infeasible or not solved."""
+    def solve(self, time_limit_s: float | None = None) -> float:
+        """The LP's optimum (objective constant included); inf when it is infeasible or not solved
+        (time_limit_s: HiGHS stops there, and the LP counts as not solved; HiGHS counts its limit
+        against the run time of every solve so far, so the limit set is that plus this one's)."""
         self.solves += 1
+        limit = self._hs.kHighsInf if time_limit_s is None else self._h.getRunTime() + max(0.0, time_limit_s)
+        self._h.setOptionValue("time_limit", limit)
         self._h.run()
         if self._h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
             return math.inf

@@ -1,0 +1,77 @@
+"""A shortlisted plan's full-model LP bound (milp/prune.py) within the command's time: solved by
+HiGHS in process, stopped at its share of the time, and left out (said cut short) when it cannot
+fit, so a large scenario still gets a plan within its limit."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SCENARIOS
+
+from planner.app import planning
+from planner.data import consistency as checks
+from planner.data import deadline
+from planner.data.scenario import load_scenario
+from planner.milp import fleet, prune
+from planner.milp.relaxation import relaxation
+from planner.milp.solve import solve
+from planner.options import build as options
+from planner.options import shortlist
+
+
+@pytest.fixture
+def shortlisted(monkeypatch):
+    """choose-go.yaml with every scenario shortlisted (PRUNE_ABOVE 0): its model leaves pairs out."""
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    s = load_scenario(SCENARIOS / "choose-go.yaml")
+    cat = checks.resolve(s, ())
+    opts = options.build(s, cat)
+    short = fleet.build(s, cat, opts)
+    assert short.pairs_pruned > 0
+    return s, cat, opts, short
+
+
+def test_the_full_bound_is_the_full_models_lp_optimum(shortlisted):
+    """HiGHS's LP optimum of the full model is CBC's (both bound every plan the scenario allows),
+    and the pairs it names widen the shortlist to a model whose optimum it does not exceed."""
+    s, cat, opts, short = shortlisted
+    bound = prune.full_model_bound(short)
+    assert bound.by_highs and bound.model is not None and bound.pairs > 0
+    by_cbc = solve(bound.model, gap=0.0, mip=False)
+    assert by_cbc.ok
+    assert bound.objective == pytest.approx(by_cbc.objective, rel=1e-6)
+    widened = fleet.build(s, cat, opts, keep_pairs=bound.support)
+    plan = solve(widened)
+    assert plan.ok and bound.objective <= plan.objective * (1 + 1e-9)
+    assert bound.cbc_lp_seconds == pytest.approx(bound.lp_seconds * prune.CBC_LP_OVER_HIGHS)
+
+
+def test_a_full_bound_past_its_time_is_left_out_and_said_cut(shortlisted):
+    """No time for the bound: no bound (objective None, no pairs), and the budget records the cut,
+    whether the build or the LP ran out."""
+    _, _, _, short = shortlisted
+    with deadline.budget(600) as b:
+        got = prune.full_model_bound(short, seconds=0.0)
+        assert got.objective is None and got.support == {}
+        assert b.cuts == ["bound"]
+
+
+def test_an_lp_stopped_by_its_limit_is_not_solved_and_a_later_limit_is_its_own(shortlisted):
+    """A solve its time limit stops is not solved (inf, never a partial objective taken for a bound);
+    HiGHS counts a limit against the run time of every solve so far, so each limit is set past it."""
+    _, _, _, short = shortlisted
+    first = relaxation(short.prob).solve()
+    lp = relaxation(short.prob)
+    assert lp.solve(time_limit_s=0.0) == float("inf")
+    assert lp.solve(time_limit_s=60.0) == pytest.approx(first, rel=1e-9)
+
+
+def test_a_plan_whose_bound_cannot_fit_its_time_is_still_given_feasible_and_says_why(monkeypatch):
+    """When the full model's build is expected to take longer than the bound's share of the time,
+    the bound is not started: the plan comes from the shortlist, feasible with no gap claimed,
+    and solver.cut_short names the bound (500 generated jobs, limit 60 s: exit 4 after 88 s before)."""
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(planning, "BOUND_STEP_SHARE", 1e-9)
+    s = load_scenario(SCENARIOS / "choose-go.yaml")
+    plan = planning.make_plan(s, explain="none")
+    assert plan["status"] == "feasible" and plan["solver"]["gap"] is None
+    assert planning.CUTS["bound"] in plan["solver"]["cut_short"]
