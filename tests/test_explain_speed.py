@@ -199,3 +199,50 @@ def test_a_re_plan_the_explanations_time_stopped_does_not_blame_the_time_limit()
     assert "explanations' time" in own and "time limit" not in own
     assert cut_words({"cut_short": True}) == " (cut short by the time limit)"
     assert cut_words({"cut_short": False, "cut_by": OWN_TIME}) == ""
+
+
+def _bank_variants():
+    from planner.app import planning
+    from planner.milp.readout import read_plan
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    cat, opts, fm, res = planning.solve_scenario(s)
+    plan = read_plan(s, fm, res)
+    before = whynot.variants_for(plan, s, cat, fm, [])
+    forced = whynot.variants_for(plan, s, cat, fm, sorted(whynot.accelerators_with_options(opts))[:3], {}, [])
+    return s, cat, opts, plan, before, forced
+
+
+def test_variants_added_while_others_replan_are_all_answered_as_alone():
+    """The explanations add the next-best, lifted-cap and raised-target variants first (re-planned
+    on one core while the why-not LP bounds are solved), the forced accelerators after: every
+    variant gets the answer it gets when all are run at once."""
+    s, cat, opts, plan, before, forced = _bank_variants()
+    base = plan["total_cost_usd_per_year"]
+    with replan.Runner(s, cat, opts, 60, base, 60) as runner:
+        runner.add(before, workers=1)
+        runner.add(forced)
+    _, _, _, _, before2, forced2 = _bank_variants()
+    alone = replan.run_variants(s, cat, opts, before2 + forced2, 60, base, 60)
+    assert set(runner.out) == {v.key for v in before + forced} == set(alone)
+    for key, got in alone.items():
+        assert (runner.out[key]["status"], runner.out[key].get("cost")) == (got["status"], got.get("cost")), key
+
+
+def test_the_variants_share_of_time_counts_from_the_first_added(monkeypatch):
+    """budget_s bounds the re-plans together from the first add: variants added once it has run
+    out are left out (skipped, said cut short by the explanations' own time), not given more."""
+    import time
+
+    from planner.data import deadline
+
+    s, cat, opts, plan, before, forced = _bank_variants()
+    monkeypatch.setattr(replan, "from_lp", lambda *a: None)  # every variant needs its MILP
+    with deadline.budget(600) as b:
+        with replan.Runner(s, cat, opts, 60, plan["total_cost_usd_per_year"], 0.05) as runner:
+            runner.add(before[:0])
+            time.sleep(0.1)
+            runner.add(forced)
+        assert {runner.out[v.key]["status"] for v in forced} == {"skipped"}
+        assert all(runner.out[v.key]["cut_short"] for v in forced)
+        assert replan.OWN_TIME in b.cuts

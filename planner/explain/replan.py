@@ -14,7 +14,8 @@ For every variant, first its LP relaxation (all of them in one solver run, batch
     time limit (budget_s); a MILP that the clock stopped is reported as cut short, one never
     started as skipped (data.deadline records both, and the plan lists them in solver.cut_short).
 The MILPs run on a few threads (the solver runs apart), each on its own model, so the answers do
-not depend on the order.
+not depend on the order; variants may be added while others re-plan (Runner.add), sharing one
+budget counted from the first.
 """
 
 from __future__ import annotations
@@ -187,23 +188,9 @@ def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float, bas
                  budget_s: float | None = None) -> dict[tuple, dict]:
     """Answer every variant (LP first, then MILPs on threads); key -> outcome(). base: the plan's
     yearly cost (for lifted caps); budget_s: wall seconds the MILPs may take together."""
-    tol = max(1.0, s.solver.gap * (base or 0.0))
-    prepare(s, cat, opts, variants)
-    out = {v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty}
-    todo = [v for v in variants if v.model is not None]
-    models = {v.key: v.model for v in todo}
-    need = [v for v in todo if v.lp is None]
-    for v, lp in zip(need, batch.solve_lps([v.model for v in need], time_limit_s)):
-        v.lp = lp
-    milps = []
-    for v in todo:
-        got = from_lp(models[v.key], v, v.lp, base, tol)
-        if got is None:
-            milps.append(v)
-        else:
-            out[v.key] = {**got, "note": v.note}
-    out.update(_milps(s, milps, models, time_limit_s, budget_s))
-    return out
+    with Runner(s, cat, opts, time_limit_s, base, budget_s) as runner:
+        runner.add(variants)
+    return runner.out
 
 
 SMALL_VARIABLES = 50
@@ -238,74 +225,132 @@ def _in(todo: list) -> list[Variant]:
                                          else [item])]
 
 
-def _milps(s, variants: list[Variant], models: dict, time_limit_s: float, budget_s: float | None) -> dict:
-    out: dict[tuple, dict] = {}
-    small = [v for v in variants if v.key[0] == "force" and len(models[v.key].prob.variables()) <= SMALL_VARIABLES]
-    small = small if len(small) > 1 and s.solver.name == "cbc" else []  # (HiGHS runs in process: no start to save)
-    first = [("fixed", v) for v in variants if v.fleet is not None and v.floor is not None and s.solver.name == "cbc"]
-    todo: list = ([small] if small else []) + first + [v for v in variants if v not in small
-                                                         and not any(v is w for _, w in first)]
-    lock = threading.Lock()
-    stop = None if budget_s is None else time.monotonic() + budget_s
+class Runner:
+    """Variants answered as they are added (add: built in the caller's thread, then on worker
+    threads their LP relaxations and, where those do not settle them, their MILPs); the solver runs
+    apart, so a variant added early is re-planned while the caller works on (the explanations'
+    LP bounds and prices). budget_s: wall seconds the MILPs may take together, counted from the
+    first add. A context manager: on exit every variant added has its outcome in `out`."""
 
-    def together(group: list[Variant], left: float) -> None:
-        got = batch.joint([models[v.key] for v in group], left, mip=True, max_nodes=MAX_NODES)
-        with lock:
+    def __init__(self, s, cat, opts, time_limit_s: float, base: float | None = None, budget_s: float | None = None):
+        self.s, self.cat, self.opts, self.time_limit_s, self.base = s, cat, opts, time_limit_s, base
+        self.tol = max(1.0, s.solver.gap * (base or 0.0))
+        self.budget_s = budget_s
+        self.stop: float | None = None
+        self.out: dict[tuple, dict] = {}
+        self.models: dict[tuple, FleetModel] = {}
+        self.todo: list = []
+        self.lock = threading.Lock()
+        self.pool = ThreadPoolExecutor(max(1, min(MAX_WORKERS, os.cpu_count() or 1)))
+        self.pending: list = []
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            while True:
+                with self.lock:
+                    if not self.pending:
+                        break
+                    f = self.pending.pop(0)
+                f.result()
+        finally:
+            self.pool.shutdown(wait=True)
+
+    def add(self, variants: list[Variant], workers: int | None = None) -> None:
+        """Build the variants' models here, then answer them on up to `workers` threads (default:
+        as many as the machine has cores, MAX_WORKERS at most)."""
+        prepare(self.s, self.cat, self.opts, variants)
+        if self.stop is None and self.budget_s is not None:
+            self.stop = time.monotonic() + self.budget_s
+        with self.lock:
+            self.out.update({v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty})
+            self.pending.append(self.pool.submit(self._answer, [v for v in variants if v.model is not None],
+                                                 max(1, min(workers or MAX_WORKERS, os.cpu_count() or 1))))
+
+    def _answer(self, todo: list[Variant], workers: int) -> None:
+        """LPs first (one solver run), then the MILPs of those their LP does not settle."""
+        for v in todo:
+            self.models[v.key] = v.model
+        need = [v for v in todo if v.lp is None]
+        for v, lp in zip(need, batch.solve_lps([v.model for v in need], self.time_limit_s)):
+            v.lp = lp
+        milps = []
+        for v in todo:
+            got = from_lp(v.model, v, v.lp, self.base, self.tol)
+            if got is None:
+                milps.append(v)
+            else:
+                with self.lock:
+                    self.out[v.key] = {**got, "note": v.note}
+        self._queue(milps)
+        with self.lock:
+            self.pending.extend(self.pool.submit(self._worker) for _ in range(min(workers, len(milps)) - 1))
+        self._worker()
+
+    def _queue(self, variants: list[Variant]) -> None:
+        s, models = self.s, self.models
+        small = [v for v in variants if v.key[0] == "force" and len(models[v.key].prob.variables()) <= SMALL_VARIABLES]
+        small = small if len(small) > 1 and s.solver.name == "cbc" else []  # (HiGHS runs in process: no start to save)
+        first = [("fixed", v) for v in variants if v.fleet is not None and v.floor is not None and s.solver.name == "cbc"]
+        with self.lock:
+            self.todo.extend(([small] if small else []) + first + [v for v in variants if v not in small
+                                                                  and not any(v is w for _, w in first)])
+
+    def _together(self, group: list[Variant], left: float) -> None:
+        got = batch.joint([self.models[v.key] for v in group], left, mip=True, max_nodes=MAX_NODES)
+        with self.lock:
             if got is None:  # not proven within the work bound: one at a time
-                todo.extend(group)
+                self.todo.extend(group)
                 return
             for v, res in zip(group, got):
-                out[v.key] = {**outcome(models[v.key], res), "basis": "milp", "note": v.note}
+                self.out[v.key] = {**outcome(self.models[v.key], res), "basis": "milp", "note": v.note}
 
-    def fixed_first(v: Variant, left: float) -> None:
+    def _fixed_first(self, v: Variant, left: float) -> None:
         """The plan's fleet under the variant (fleet_fixed): kept when it is provably within
         VARIANT_GAP of the variant's optimum, else the variant's own MILP is queued."""
-        fm = models[v.key]
+        fm, s = self.models[v.key], self.s
         with fleet_fixed(fm, v.fleet):
             res = solve(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES)
             got = outcome(fm, res) if res.ok and res.objective - v.floor <= VARIANT_GAP * abs(res.objective) else None
-        with lock:
+        with self.lock:
             if got is None:
-                todo.append(v)
+                self.todo.append(v)
             else:
-                out[v.key] = {**got, "status": "optimal", "basis": "plan-fleet", "note": v.note}
+                self.out[v.key] = {**got, "status": "optimal", "basis": "plan-fleet", "note": v.note}
 
-    def worker() -> None:
+    def _worker(self) -> None:
+        s, stop, limit = self.s, self.stop, self.time_limit_s
         while True:
-            with lock:
-                if not todo:
+            with self.lock:
+                if not self.todo:
                     return
-                left = min(deadline.left(), VARIANT_TIME_LIMIT_S, time_limit_s,
+                left = min(deadline.left(), VARIANT_TIME_LIMIT_S, limit,
                            stop - time.monotonic() if stop is not None else VARIANT_TIME_LIMIT_S)
                 if left <= 0:  # the command's or the explanations' time: the rest are left out, said cut short
                     deadline.cut("explanations" if deadline.left() <= 0 else OWN_TIME)
                     if deadline.left() > 0:  # (the command's own limit leaves them out, as every step it cuts)
-                        for v in _in(todo):
-                            out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
-                    todo.clear()
+                        for v in _in(self.todo):
+                            self.out[v.key] = {"status": "skipped", "cut_short": True, "note": v.note}
+                    self.todo.clear()
                     return
-                v = todo.pop(0)
+                v = self.todo.pop(0)
             if isinstance(v, list):
-                together(v, left)
+                self._together(v, left)
                 continue
             if isinstance(v, tuple):
-                fixed_first(v[1], left)
+                self._fixed_first(v[1], left)
                 continue
-            fm = models[v.key]
+            fm = self.models[v.key]
             if v.start is not None:
                 prune.warm_start(fm, *v.start)
             res = screening.search(fm, time_limit_s=left, gap=max(s.solver.gap, VARIANT_GAP), max_nodes=MAX_NODES,
                                    warm=v.start is not None, spares_only=True)
-            own = stop is not None and left < min(VARIANT_TIME_LIMIT_S, time_limit_s) and res.seconds >= left - 0.5 \
+            own = stop is not None and left < min(VARIANT_TIME_LIMIT_S, limit) and res.seconds >= left - 0.5 \
                 and res.status != "optimal" and deadline.left() > 0.5
             if own:
                 deadline.cut(OWN_TIME)  # the explanations' share of the time, not the search, ended it
             result = {**outcome(fm, res), "basis": "milp", "note": v.note, **({"cut_by": OWN_TIME} if own else {})}
-            with lock:
-                out[v.key] = result
-
-    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1, len(variants)))
-    with ThreadPoolExecutor(workers) as pool:
-        for f in [pool.submit(worker) for _ in range(workers)]:
-            f.result()
-    return out
+            with self.lock:
+                self.out[v.key] = result

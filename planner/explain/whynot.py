@@ -101,11 +101,10 @@ def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
 
 
 def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: float,
-              keep: dict | None = None, along: list[Variant] = ()) -> dict[str, float | None]:
+              keep: dict | None = None) -> dict[str, float | None]:
     """For each accelerator: the LP relaxation of the plan forced onto it (a lower bound of its
     cost: the model's objective), inf where even that LP is infeasible, None where nothing can be
-    forced (no variable puts work on it). The LPs are solved together (batch.py), with those of
-    the variants `along` (built by replan.prepare; their Variant.lp is set); keep, when given,
+    forced (no variable puts work on it). The LPs are solved together (batch.py); keep, when given,
     receives acc -> (forced model, its LP result) for the MILPs that follow."""
     out, models = {}, {}
     for acc in accelerators:
@@ -120,10 +119,7 @@ def lp_bounds(s, cat, fm: FleetModel, accelerators: list[str], time_limit_s: flo
         for i, row in enumerate(rows):
             forced.prob.addConstraint(row, f"variant{i}")
         models[acc] = forced
-    along = [v for v in along if v.model is not None and v.lp is None]
-    got = batch.solve_lps(list(models.values()) + [v.model for v in along], time_limit_s)
-    for v, res in zip(along, got[len(models):]):
-        v.lp = res
+    got = batch.solve_lps(list(models.values()), time_limit_s)
     for (acc, forced), res in zip(models.items(), got):
         out[acc] = res.objective if res.ok else (math.inf if res.status == "infeasible" else None)
         if keep is not None:
