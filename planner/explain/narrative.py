@@ -246,15 +246,20 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     unused = sorted(whynot.accelerators_with_options(opts) - {f["accelerator"] for f in plan["fleet"]})
     per_year = sum((1 + s.policy.discount_rate) ** -(t - 1) for t in range(1, s.horizon_years + 1))
     base = plan["total_cost_usd_per_year"]
-    bounds = {a: None if b is None else base + (b - plan["npv_usd"]) / per_year
-              for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
-    short = shadow.short_run(ym, shadow.decisions(ym, res), limit)
     outcomes, long = {}, shadow.LPPrices(None, "not-solved")
+    with replan.Runner(s, cat, opts, limit, None, milp_budget(res)) as runner:
+        if level == "full":
+            before = whynot.variants_for(plan, s, cat, ym, [])
+            lifted_from_plan(before, ym, res)
+            runner.add(before, workers=1)  # re-planned on one core while this one works on the LPs below
+        bounds = {a: None if b is None else base + (b - plan["npv_usd"]) / per_year
+                  for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
+        short = shadow.short_run(ym, shadow.decisions(ym, res), limit)
+        if level == "full":
+            forced = whynot.variants_for(plan, s, cat, ym, whynot.forced_to_solve(bounds, base), None, [])
+            runner.add(forced)
     if level == "full":
-        forced = whynot.forced_to_solve(bounds, base)
-        variants = whynot.variants_for(plan, s, cat, ym, forced)
-        lifted_from_plan(variants, ym, res)
-        outcomes = replan.run_variants(s, cat, opts, variants, limit, None, milp_budget(res))
+        outcomes = runner.out
     plan["explanations"] = (_demand_rows(s, ym, res, short, long) + target_rows(plan, s, outcomes)
                             + cap_rows(plan, s, outcomes, long))
     limits = whynot_limits.limits_of(s, cat, ym, whynot.without_plan(bounds, outcomes), limit)
