@@ -33,12 +33,18 @@ BOUND_SHARE = 0.5
 long as the options build on 500 jobs) is left out when less than this share of the time limit is
 left after the options and the model: the search gets the time, the plan says it was cut."""
 
-BOUND_STEP_SHARE = 0.5
+BOUND_STEP_SHARE = 0.6
 """The share of the time left that the full LP bound may take (the full model's build, then its LP:
-prune.full_model_bound); past it the bound is left out and said cut short. Not started when the
-full model's build alone is expected to take longer (_full_build_s): 500 generated jobs, limit 60 s,
-used to spend 75 s on the bound (CBC's LP of the full model could not be stopped) and then had no
-time left for a plan (exit 4 after 88 s)."""
+prune.full_model_bound); past it the bound is left out and said cut short. Not started when it is
+expected to take longer (_full_bound_s): 500 generated jobs, limit 60 s, used to spend 75 s on the
+bound (CBC's LP of the full model could not be stopped) and then had no time left for a plan (exit
+4 after 88 s). The rest, at least 40%, is the search's, which must find a plan: at 80%, the 500
+jobs' bound fitted and the search, left 8 s, ended on a plan 5% dearer or on none."""
+BOUND_S_10K, BOUND_GROWTH = 2.6, 1.25
+"""the full LP bound's time (the full model built, its LP loaded and solved) for 10,000 candidate
+pairs, and how it grows with them (seconds = BOUND_S_10K x (pairs / 10,000) ** BOUND_GROWTH),
+measured on benchmarks/milp.py's generated jobs (seed 3, this machine): 2.6 s for 9,917 pairs
+(60 jobs), 10.4 s for 32,501 (200: 11.5 by the formula), 37.5 s for about 83,000 (500)"""
 
 SHORTLIST_SHARE = 0.5
 """Of the time left once the full model's LP bound is known, the share the shortlisted model's
@@ -100,13 +106,11 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     follow (they share the time limit)."""
     cat, opts = prepare(s, catalog_paths)
     deadline.step("solve")
-    built = time.perf_counter()
     fm = model.build(s, cat, opts)
-    built = time.perf_counter() - built
     bound = None
     b = deadline.current()
     if fm.pairs_pruned and b is not None and (b.left() < BOUND_SHARE * b.seconds
-                                              or _full_build_s(fm, built) > BOUND_STEP_SHARE * b.left()):
+                                              or _full_bound_s(fm) > BOUND_STEP_SHARE * b.left()):
         deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
         bound = prune.FullBound(None, {}, 0)
     elif fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
@@ -152,12 +156,10 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     return cat, opts, fm, trimmed(fm, res)
 
 
-def _full_build_s(fm, built_s: float) -> float:
-    """The full model's expected build time: the shortlisted model's, scaled by the pairs the full
-    model adds (a model's build time grows about with its pairs: 500 generated jobs, 6 s for the
-    shortlist's 16,992 variables, 15.6 s for the full model's 104,286)."""
+def _full_bound_s(fm) -> float:
+    """The full LP bound's expected time from the full model's candidate pairs (BOUND_S_10K)."""
     kept = sum(map(len, fm.serve_pairs.values())) + sum(map(len, fm.batch_pairs.values()))
-    return built_s * (kept + fm.pairs_pruned) / max(1, kept)
+    return BOUND_S_10K * ((kept + fm.pairs_pruned) / 10_000) ** BOUND_GROWTH
 
 
 def _root_fits(seconds: float, lp_seconds: float) -> bool:
