@@ -75,3 +75,25 @@ def test_a_plan_whose_bound_cannot_fit_its_time_is_still_given_feasible_and_says
     plan = planning.make_plan(s, explain="none")
     assert plan["status"] == "feasible" and plan["solver"]["gap"] is None
     assert planning.CUTS["bound"] in plan["solver"]["cut_short"]
+
+
+def test_a_search_that_finds_no_plan_in_its_share_gets_the_time_left(monkeypatch):
+    """The shortlisted search has a share of the time (the rest for the full model's root node);
+    when it ends that share with no plan there is no plan for the root node to start from either, so
+    it searches again with the whole time left, rather than ending in exit 4 with time to spare."""
+    from planner.milp import screening
+    from planner.milp.solve import SolveResult
+
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    real, limits = screening.search, []
+
+    def first_finds_nothing(fm, time_limit_s=None, **kw):
+        limits.append(time_limit_s)
+        if len(limits) == 1:
+            return SolveResult("not-solved", time_limit_s or 0.0, None, None, "cbc")
+        return real(fm, time_limit_s=time_limit_s, **kw)
+
+    monkeypatch.setattr(planning.screening, "search", first_finds_nothing)
+    plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
+    assert plan["status"] in ("optimal", "feasible") and plan["fleet"]
+    assert len(limits) == 2 and limits[0] is not None and limits[1] is None

@@ -127,6 +127,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         if not _root_fits(share * (b.left() - short_limit), bound.cbc_lp_seconds):
             short_limit = max(1.0, share * b.left())  # no root node would fit after it: its time too
     res = screening.search(fm, time_limit_s=short_limit)
+    if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S:
+        res = screening.search(fm, time_limit_s=time_limit_s)  # no plan in the search's share: it gets the root's too
     if res.status == "infeasible" and not fm.pairs_pruned:
         deadline.step("diagnosis")
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
