@@ -160,8 +160,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
 
 def _full_bound_s(fm) -> float:
     """The full LP bound's expected time from the full model's candidate pairs (BOUND_S_10K)."""
-    kept = sum(map(len, fm.serve_pairs.values())) + sum(map(len, fm.batch_pairs.values()))
-    return BOUND_S_10K * ((kept + fm.pairs_pruned) / 10_000) ** BOUND_GROWTH
+    return BOUND_S_10K * ((fm.pairs + fm.pairs_pruned) / 10_000) ** BOUND_GROWTH
 
 
 def _root_fits(seconds: float, lp_seconds: float) -> bool:

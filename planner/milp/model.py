@@ -63,6 +63,11 @@ class FleetModel(Registry):
     prune: bool = True
     _demand: dict = field(default_factory=dict)
 
+    @property
+    def pairs(self) -> int:
+        """The (option, offer) pairs the model instantiates, serving and batch."""
+        return sum(map(len, self.serve_pairs.values())) + sum(map(len, self.batch_pairs.values()))
+
     # --- per-year data ---------------------------------------------------------------------------
 
     @property

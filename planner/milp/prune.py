@@ -64,7 +64,7 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
     except SolverError:  # the budget ran out building it: the shortlist's search gets what is left
         deadline.cut("bound")
         return FullBound(None, {}, 0)
-    pairs = sum(map(len, full.serve_pairs.values())) + sum(map(len, full.batch_pairs.values()))
+    pairs = full.pairs
     started = time.perf_counter()
     lp = relaxation(full.prob)
     if lp is None:
