@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, SCENARIOS
+from conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to watch the solver process")
 
