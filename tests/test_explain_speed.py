@@ -223,7 +223,9 @@ def test_variants_added_while_others_replan_are_all_answered_as_alone():
         runner.add(before, workers=1)
         runner.add(forced)
     _, _, _, _, before2, forced2 = _bank_variants()
-    alone = replan.run_variants(s, cat, opts, before2 + forced2, 60, base, 60)
+    with replan.Runner(s, cat, opts, 60, base, 60) as together:
+        together.add(before2 + forced2)
+    alone = together.out
     assert set(runner.out) == {v.key for v in before + forced} == set(alone)
     for key, got in alone.items():
         assert (runner.out[key]["status"], runner.out[key].get("cost")) == (got["status"], got.get("cost")), key

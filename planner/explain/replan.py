@@ -184,15 +184,6 @@ def from_lp(fm: FleetModel, v: Variant, lp: SolveResult, base: float | None, tol
     return None
 
 
-def run_variants(s, cat, opts, variants: list[Variant], time_limit_s: float, base: float | None = None,
-                 budget_s: float | None = None) -> dict[tuple, dict]:
-    """Answer every variant (LP first, then MILPs on threads); key -> outcome(). base: the plan's
-    yearly cost (for lifted caps); budget_s: wall seconds the MILPs may take together."""
-    with Runner(s, cat, opts, time_limit_s, base, budget_s) as runner:
-        runner.add(variants)
-    return runner.out
-
-
 SMALL_VARIABLES = 50
 """forced-accelerator MILPs of at most this many variables (a job or two on one accelerator) are
 solved together as one block-diagonal MILP at gap 0 (batch.joint): one solver start for all of

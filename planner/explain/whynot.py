@@ -12,7 +12,7 @@
 - Finite differences of the integer plan: a cap lifted (site power, a budget, N+1 redundancy) or the
   per-user speed target of one of the TARGET_JOBS costliest serving jobs raised by TARGET_STEP,
   re-planned.
-Every variant is answered by replan.run_variants: its LP relaxation where that is exact (the LPs
+Every variant is answered by replan.Runner: its LP relaxation where that is exact (the LPs
 solved together, batch.py), else its MILP bounded by work (MAX_NODES branch-and-bound nodes), so
 the same input gives the same answers on a busy machine; the explanations' share of the time limit
 stays as a safety net, and a variant it stopped or left out is reported as such.
