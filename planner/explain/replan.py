@@ -232,7 +232,8 @@ class Runner:
         self.models: dict[tuple, FleetModel] = {}
         self.todo: list = []
         self.lock = threading.Lock()
-        self.pool = ThreadPoolExecutor(max(1, min(MAX_WORKERS, os.cpu_count() or 1)))
+        self.threads = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+        self.pool = ThreadPoolExecutor(self.threads)
         self.pending: list = []
 
     def __enter__(self) -> Runner:
@@ -258,7 +259,7 @@ class Runner:
         with self.lock:
             self.out.update({v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty})
             self.pending.append(self.pool.submit(self._answer, [v for v in variants if v.model is not None],
-                                                 max(1, min(workers or MAX_WORKERS, os.cpu_count() or 1))))
+                                                 max(1, min(workers or self.threads, self.threads))))
 
     def _answer(self, todo: list[Variant], workers: int) -> None:
         """LPs first (one solver run), then the MILPs of those their LP does not settle."""

@@ -73,13 +73,12 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
     else:
         objective = lp.solve(None if end is None else end - time.monotonic())
         seconds_taken = time.perf_counter() - started
-        if not math.isfinite(objective):
-            if end is not None and time.monotonic() >= end:
-                deadline.cut("bound")
-            return FullBound(None, {}, pairs, full)
         stores = [v for store in (full.y, full.x, full.r) for v in store.values()]
-        values = dict(zip((v.name for v in stores), lp.values(stores)))
+        values = dict(zip((v.name for v in stores), lp.values(stores))) if math.isfinite(objective) else {}
+        objective = objective if math.isfinite(objective) else None
     if objective is None:
+        if end is not None and time.monotonic() >= end:  # the time stopped it (not an infeasible LP)
+            deadline.cut("bound")
         return FullBound(None, {}, pairs, full)
     used: dict = {}
     rented = {key[:2] for key, v in full.r.items() if values.get(v.name, 0.0) > 1e-7}
