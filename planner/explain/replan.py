@@ -15,7 +15,7 @@ For every variant, first its LP relaxation (all of them in one solver run, batch
     started as skipped (data.deadline records both, and the plan lists them in solver.cut_short).
 The MILPs run on a few threads (the solver runs apart), each on its own model, so the answers do
 not depend on the order; variants may be added while others re-plan (Runner.add), sharing one
-budget counted from the first.
+budget counted from the runner's start.
 """
 
 from __future__ import annotations
@@ -221,13 +221,13 @@ class Runner:
     threads their LP relaxations and, where those do not settle them, their MILPs); the solver runs
     apart, so a variant added early is re-planned while the caller works on (the explanations'
     LP bounds and prices). budget_s: wall seconds the MILPs may take together, counted from the
-    first add. A context manager: on exit every variant added has its outcome in `out`."""
+    runner's start (the explanations' first step: the variants' models are built in that time). A context manager: on exit every variant added has its outcome in `out`."""
 
     def __init__(self, s, cat, opts, time_limit_s: float, base: float | None = None, budget_s: float | None = None):
         self.s, self.cat, self.opts, self.time_limit_s, self.base = s, cat, opts, time_limit_s, base
         self.tol = max(1.0, s.solver.gap * (base or 0.0))
         self.budget_s = budget_s
-        self.stop: float | None = None
+        self.stop = None if budget_s is None else time.monotonic() + budget_s
         self.out: dict[tuple, dict] = {}
         self.models: dict[tuple, FleetModel] = {}
         self.todo: list = []
@@ -254,8 +254,6 @@ class Runner:
         """Build the variants' models here, then answer them on up to `workers` threads (default:
         as many as the machine has cores, MAX_WORKERS at most)."""
         prepare(self.s, self.cat, self.opts, variants)
-        if self.stop is None and self.budget_s is not None:
-            self.stop = time.monotonic() + self.budget_s
         with self.lock:
             self.out.update({v.key: {"status": "no-variables", "note": v.note} for v in variants if v.empty})
             self.pending.append(self.pool.submit(self._answer, [v for v in variants if v.model is not None],
