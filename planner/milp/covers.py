@@ -1,6 +1,6 @@
 """Mixed-integer rounding (MIR) cuts of the serving demand rows: valid inequalities that round a
-demand's replicas up to whole ones in the LP relaxation (tight models only; one additive family,
-registered as cuts: FleetModel.cuts).
+demand's replicas, and its rented systems, up to whole ones in the LP relaxation (tight models
+only; two additive families, cover-mir and rental-mir, registered as cuts: FleetModel.cuts).
 
 A serving demand's row (rows.define_demand_constraints) is a knapsack cover over integer replicas,
   sum_j a_j x_j >= b        a_j = users one replica of option j serves (clipped at b), x_j integer >= 0
@@ -21,8 +21,21 @@ Rows it is taken from:
                               replica: the demand rows summed over p's demands (users_i y <= A y) and
                               the load rows (sum y <= Y) give it, whenever no member has an API or
                               unserved share; Y is integer, so its MIR holds
+  unpooled demand d, year t   rental-mir (below): the demand row with each hourly-rented offer's
+  (renting)                   replicas replaced by its rented systems r[d,o]
 Each is implied by rows every plan meets and the integrality of x, so the optimum is unchanged; the
-LP bound rises. Measured on this project's 2-core machine (benchmarks/milp.py; one draw each, and a
+LP bound rises.
+
+rental-mir: whole rented systems. A demand's hourly rentals of offer o are its own (r[d,o] int) and
+hold its replicas there: sum_i slots_i y[d,i,o] <= acc_o (r[d,o] - u) (rows.define_capacity_constraints),
+so the users they serve are sum_i a_i y[d,i,o] <= C_o r[d,o] with C_o = acc_o max_i a_i / slots_i
+(a_i the row's coefficient). The demand row then implies the rental cover
+  sum_{o owned} sum_i a_i y[d,i,o] + sum_{o rented} min(C_o, b) r[d,o] >= b
+(clipping at b keeps it: r[d,o] >= 1 with C_o >= b meets it alone), a knapsack cover over integers.
+The cover itself is a cut (the clipping: a demand that one rented system serves rents a whole one),
+and so are its MIRs (divisors: its distinct coefficients below b); both round rented systems up to
+whole ones, which the replicas' cuts do not: 1-accelerator replicas on an 8-accelerator rental cost
+5/8 of a system in the LP, 1 in every plan. Measured on this project's 2-core machine (benchmarks/milp.py; one draw each, and a
 single fleet's time moves either way with any change to the model):
   22 generated buy-only N+1 fleets, LP bound    +0.3% to +11.5%
   core solves, 10-20 jobs, seeds 3-6            33.8 s -> 31.2 s in all (10 jobs seed 3: 12.5 -> 5.9 s)
@@ -31,6 +44,14 @@ single fleet's time moves either way with any change to the model):
                                                 is not in 60 s (its root cuts stop at a lower bound)
   60 / 200 generated jobs, every mode, 60 s     gap 2.35% -> 2.21% / 6.90% -> 5.53% (seed 3; the 200-job
                                                 plan 2.2% cheaper), 2.96% -> 1.52% / 2.79% -> 2.47% (seed 4)
+rental-mir, full model's LP bound:
+  60 generated jobs, every mode, seed 3         2,085,775 -> 2,118,430 $/yr, 45% of its gap to the
+                                                optimum (2,158,706; with only r and the pools' shared
+                                                rentals integer, the rest relaxed: 2,117,314); seeds 4
+                                                and 5 unchanged (their gaps lie in purchases and pools)
+  rent-only a100-80gb, 1-8 GPU rentals,         LP = the enumerated optimum (tests/test_covers.py),
+  two demands                                   from 35-72% of it without
+The same cover over pools' shared rentals (Y -> R[o,h]) left those LPs where they were: not added.
 """
 
 from __future__ import annotations
@@ -40,7 +61,7 @@ import math
 import pulp
 
 from planner.milp import pooling
-from planner.milp.rows import affine
+from planner.milp.rows import affine, y_of
 
 EPS = 1e-9
 
@@ -77,8 +98,27 @@ def _add(fm, entity: tuple, rhs: int, cut: list) -> None:
     fm.add("cover-mir", entity, affine((-c, v) for c, v in cut) <= -rhs, cut=True)
 
 
+def _rental_cover(fm, dk: str, t: int, terms: list) -> list[tuple[float, pulp.LpVariable]] | None:
+    """The rental cover of demand dk's row in year t (module docstring: each rented offer's replicas
+    replaced by min(C_o, b) r[d,o]), or None when the demand rents nothing."""
+    b = -fm.rows[("demand", (dk, t))].constant
+    where = {v.name: (i, oid) for i, oid, v in y_of(fm, dk, t)}
+    kept, rented = [], {}
+    for a, v in terms:
+        i, oid = where[v.name]
+        if (dk, oid, t) not in fm.r:
+            kept.append((a, v))
+            continue
+        c = fm.system_of(oid).accelerators * a / fm.options.serve[dk][i].accelerator_slots
+        rented[oid] = max(rented.get(oid, 0.0), min(c, b))
+    if not rented:
+        return None
+    return kept + [(c, fm.r[(dk, oid, t)]) for oid, c in sorted(rented.items())]
+
+
 def define_cover_cuts(fm) -> None:
-    """cover-mir cuts of unpooled demands' rows and of pools' aggregate covers (module docstring)."""
+    """cover-mir cuts of unpooled demands' rows and of pools' aggregate covers, and rental-mir cuts
+    of unpooled demands' rental covers (module docstring)."""
     if not fm.tight:
         return
     for dk, d in sorted(fm.options.demands.items()):
@@ -90,6 +130,11 @@ def define_cover_cuts(fm) -> None:
             if terms:
                 for k, (rhs, cut) in enumerate(mir(terms, -row.constant)):
                     _add(fm, (dk, t, k), rhs, cut)
+                rental = _rental_cover(fm, dk, t, terms)
+                if rental:  # the cover itself (its clipping: one rented system may serve everyone), and its MIRs
+                    b = -row.constant
+                    for k, (rhs, cut) in enumerate([(b, rental), *mir(rental, b)]):
+                        fm.add("rental-mir", (dk, t, k), affine((-c, v) for c, v in cut) <= -rhs, cut=True)
     pools: dict[tuple, list] = {}
     for key, ms in sorted(pooling.members(fm).items()):
         pools.setdefault((key[0], key[3]), []).append((key, ms))

@@ -43,7 +43,7 @@ from planner.physics import disagg
 HOURS = HOURS_PER_YEAR
 
 
-def _y_of(fm, dk: str, t: int) -> list[tuple[int, str, pulp.LpVariable]]:
+def y_of(fm, dk: str, t: int) -> list[tuple[int, str, pulp.LpVariable]]:
     """Demand dk's replica variables of year t as (option index, offer, variable), sorted."""
     index = getattr(fm, "_y_index", None)
     if index is None or index[0] != len(fm.y):
@@ -60,7 +60,7 @@ def supply(fm, dk: str, t: int):
     the demand (a pooled demand's y is a load: its coefficient is not clipped)."""
     opts, need = fm.options.serve[dk], fm.demand_at(dk, t)
     cap = need if fm.tight and not fm.options.demands[dk].pool else float("inf")
-    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in _y_of(fm, dk, t)) + api_supply(fm, dk, t)
+    return pulp.lpSum(min(opts[i].users_per_replica, cap) * v for i, oid, v in y_of(fm, dk, t)) + api_supply(fm, dk, t)
 
 
 def define_demand_constraints(fm) -> None:
@@ -156,7 +156,7 @@ def trim_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]
     for (dk, oid, t), rv in sorted(fm.r.items()):
         per = fm.system_of(oid).accelerators
         slots = sum(fm.options.serve[dk][i].accelerator_slots * round(values.get(v.name, 0.0))
-                    for i, o, v in _y_of(fm, dk, t) if o == oid)
+                    for i, o, v in y_of(fm, dk, t) if o == oid)
         need = math.ceil(slots / per - 1e-6)
         if need and (dk, oid, t) in fm.u:
             need += 1  # the pool's N+1 spare
