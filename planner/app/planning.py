@@ -22,7 +22,7 @@ from planner.explain.diagnosis import (
 from planner.explain.narrative import explain_plan, explain_years
 from planner.explain.replan import OWN_TIME
 from planner.milp import fleet as model
-from planner.milp import prune, screening
+from planner.milp import mipbound, prune, screening
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
 from planner.milp.solve import SolveResult
@@ -120,6 +120,20 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         if bound.objective is not None:
             fm = model.build(s, cat, opts, keep_pairs=bound.support)
     b = deadline.current()
+    prover = mipbound.start(bound.lp, b.left(), bound.lp_seconds) if b is not None and bound is not None and bound.objective is not None \
+        else None  # the full model's bound raised apart, while the search runs
+    try:
+        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained)
+    finally:
+        if prover is not None:
+            prover.stop()
+
+
+def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool):
+    """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
+    model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
+    (mipbound.py, stopped when the plan is measured)."""
+    b = deadline.current()
     short_limit = time_limit_s
     share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
     if fm.pairs_pruned and b is not None and bound.objective is not None:
@@ -153,7 +167,9 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
             searched += time.perf_counter() - started
             if better is not None:  # its heuristics found a cheaper plan among every pair: plan that
                 fm, res = bound.model, better
-            measured = prune.against_full_model(res, bound, s.solver.gap)
+        if prover is not None:
+            bound = prune.raised(bound, prover.stop())
+        measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)
 

@@ -11,6 +11,8 @@ The full model (every candidate pair) is built and its LP relaxation solved: tha
 The bound has a share of the time left (app/planning.py, BOUND_STEP_SHARE): HiGHS solves the LP in
 process with a time limit, the build stops past it, and a bound that cannot fit is left out and
 said cut short (the plan is then feasible, its gap unknown), never paid for with the plan's search.
+While the search runs, HiGHS's branch and cut raises the bound in a process of its own
+(mipbound.py), read when the plan is measured (raised).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class FullBound:
     lp_seconds: float = 0.0
     """how long the full model's LP took (HiGHS: loading it too)"""
     by_highs: bool = False
+    lp: object = None
+    """the full model's LP relaxation in HiGHS (relaxation.Relaxation; None when CBC solved it), for
+    mipbound.py's branch and cut"""
 
     @property
     def cbc_lp_seconds(self) -> float:
@@ -86,7 +91,15 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
         for (dk, i, oid, _), v in store.items():
             if values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
-    return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None)
+    return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp)
+
+
+def raised(bound: FullBound, value: float | None) -> FullBound:
+    """The bound raised to `value`, another valid lower bound of the full model (mipbound.py's),
+    when that is higher."""
+    if value is None or bound.objective is None or value <= bound.objective:
+        return bound
+    return dataclasses.replace(bound, objective=value)
 
 
 def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | None = None,

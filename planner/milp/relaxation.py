@@ -55,10 +55,12 @@ class Relaxation:
         import numpy as np
 
         self._hs = highspy
-        self._constant = prob.objective.constant or 0.0
+        self.constant = prob.objective.constant or 0.0
         variables = prob.variables()
         self.column = {v.name: j for j, v in enumerate(variables)}
         self._bounds = {v.name: (v.lowBound, v.upBound) for v in variables}
+        self.integer = [v.cat != pulp.LpContinuous for v in variables]
+        """whether each column is an integer in the model (the LP drops that; mipbound.py puts it back)"""
         inf = highspy.kHighsInf
         with stdout_silenced(True):  # its banner
             h = highspy.Highs()
@@ -79,8 +81,12 @@ class Relaxation:
             lb, ub = c.getLb(), c.getUb()
             row_lower.append(-inf if lb is None else lb)
             row_upper.append(inf if ub is None else ub)
-        h.addRows(len(row_lower), np.array(row_lower, dtype=float), np.array(row_upper, dtype=float), len(index),
-                  np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        self.arrays = {"cost": cost, "lower": lower, "upper": upper, "row_lower": np.array(row_lower, dtype=float),
+                       "row_upper": np.array(row_upper, dtype=float), "starts": np.array(starts, dtype=np.int32),
+                       "index": np.array(index, dtype=np.int32), "value": np.array(value, dtype=float)}
+        """the LP as HiGHS was given it (columns, then rows in compressed form): mipbound.py's input"""
+        a = self.arrays
+        h.addRows(len(row_lower), a["row_lower"], a["row_upper"], len(index), a["starts"], a["index"], a["value"])
         self._h = h
         self.solves = 0
 
@@ -104,7 +110,7 @@ class Relaxation:
         self._h.run()
         if self._h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
             return math.inf
-        return self._h.getInfo().objective_function_value + self._constant
+        return self._h.getInfo().objective_function_value + self.constant
 
     def values(self, variables: list[pulp.LpVariable]) -> list[float]:
         """the variables' values in the last LP solved"""

@@ -1,0 +1,84 @@
+"""The full model's bound raised by HiGHS's branch and cut in a child process (milp/mipbound.py):
+valid (never above the optimum), higher than the LP where the LP buys fractions, read when the plan
+is measured, and its process gone once read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import SCENARIOS
+from test_bruteforce import scenario, serve
+from test_milp_core import N1, n_plus_1_brute_force
+
+from planner.app import planning
+from planner.data import deadline
+from planner.data.scenario import load_scenario
+from planner.milp import fleet, mipbound, prune
+from planner.milp.relaxation import relaxation
+from planner.options import shortlist
+
+
+def _model(s):
+    with deadline.budget(120):
+        cat, opts = planning.prepare(s)
+        return fleet.build(s, cat, opts)
+
+
+def test_the_provers_bound_rises_from_the_lp_to_the_optimum_and_no_further():
+    # three N+1 serving jobs: the LP holds fractions of the spares and boxes; given the time, branch
+    # and cut closes that to the enumerated optimum, a bound no plan is below
+    s = scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
+                  serve("docs", 60, context=32768, precision="bf16")], N1)
+    expected = n_plus_1_brute_force(s)
+    lp = relaxation(_model(s).prob)
+    at_lp = lp.solve()
+    prover = mipbound.start(lp, 60.0, lp_seconds=1.0)
+    if prover is None:
+        pytest.skip("one core: no prover")
+    prover.proc.wait(timeout=60)  # a small model: proven before its time
+    got = prover.stop()
+    assert at_lp < 0.99 * expected
+    assert got == pytest.approx(expected, rel=1e-6)  # (the objective's tie-break of cents per system on top)
+
+
+def test_a_stopped_prover_leaves_no_process_and_keeps_its_bound(monkeypatch):
+    s = scenario([serve("chat", 1500), serve("docs", 60, context=32768, precision="bf16")], N1)
+    prover = mipbound.start(relaxation(_model(s).prob), 600.0, lp_seconds=1.0)
+    if prover is None:
+        pytest.skip("one core: no prover")
+    pid, folder = prover.proc.pid, prover.folder
+    first = prover.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
+    assert not os.path.exists(folder) and prover.stop() == first
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert mipbound.start(relaxation(_model(s).prob), 600.0, lp_seconds=1.0) is None
+
+
+def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_stopped(monkeypatch):
+    """choose-go.yaml shortlisted: the prover starts after the full LP, runs while the plan is
+    searched, is read and stopped when the plan is measured; the plan's gap is against a bound at
+    least the LP's (prune.raised keeps the higher)."""
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    started, lps = [], []
+    real_start, real_bound = mipbound.start, prune.full_model_bound
+
+    def recorded(lp, seconds, lp_seconds):
+        started.append(real_start(lp, seconds, lp_seconds))
+        return started[-1]
+
+    def bound_seen(fm, seconds=None):
+        lps.append(real_bound(fm, seconds))
+        return lps[-1]
+
+    monkeypatch.setattr(mipbound, "start", recorded)
+    monkeypatch.setattr(prune, "full_model_bound", bound_seen)
+    plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
+    assert len(started) == 1 and len(lps) == 1
+    if started[0] is not None:
+        assert started[0].proc is None  # stopped
+    cost, gap = plan["total_cost_usd_per_year"], plan["solver"]["gap"]
+    assert gap is not None and cost * (1 - gap) >= lps[0].objective * (1 - 1e-6)
+    assert prune.raised(lps[0], None) is lps[0] and prune.raised(lps[0], lps[0].objective - 1) is lps[0]
+    assert prune.raised(lps[0], lps[0].objective + 1).objective == lps[0].objective + 1
