@@ -53,6 +53,11 @@ search may take when the plan has a wall-clock budget: the rest goes to the full
 would be left could not hold a root node (_root_fits), the search gets the root node's share of the
 time instead (200 generated jobs, limit 30 s, --explain none: the search had 5.3 s, the root node did
 not run and the command ended at 24 s of 30)."""
+SEARCH_OVERRUN_S = 1.0
+"""how far past its limit the shortlisted search may end (CBC checks its clock between nodes; 0.5 s
+on 200 generated jobs), set aside when deciding whether a root node fits after it: without it, 200
+jobs seed 3 with 60 s found after the search that the root node no longer fitted, and ended at
+35 s with 25 s unused"""
 ROOT_SHARE = 0.6
 ROOT_SHARE_ALONE = 0.9
 """ROOT_SHARE when no explanations follow the solve (--explain none): only the readout and the
@@ -138,7 +143,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
     if fm.pairs_pruned and b is not None and bound.objective is not None:
         short_limit = max(1.0, SHORTLIST_SHARE * b.left())  # the rest: the full model's root (below)
-        if not _root_fits(share * (b.left() - short_limit), bound.cbc_lp_seconds):
+        if not _root_fits(share * (b.left() - short_limit - SEARCH_OVERRUN_S), bound.cbc_lp_seconds):
             short_limit = max(1.0, share * b.left())  # no root node would fit after it: its time too
     res = screening.search(fm, time_limit_s=short_limit)
     if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S:
