@@ -7,15 +7,15 @@ relaxation (prune.full_model_bound), or CBC's root node when time is left after 
 bought, whose rounding costs up to a system per offer. HiGHS's branch and cut on the full model
 (the LP the bound step loaded, integrality put back) raises the bound within a second of its root
 LP: on 60 generated jobs of every acquisition mode (seed 3, optimum 2,158,706 $/yr) from the LP's
-2,118,430 to 2,134,374 one second after it, 2,139,352 five seconds after.
-
-The search runs CBC in a process of its own, one core; the prover takes another (the machine must
-have two): a child Python process (python -m planner.milp.mipbound) reads the model from a file,
-runs HiGHS with its heuristics off (only its bound is read: the plan stays the search's) and no
-presolve (the root LP comes 3x sooner), and prints each higher dual bound as one line. The plan's
-gap is measured against the best line printed when the plan is measured (Prover.bound), and the
-child is stopped then (Prover.stop): its time is the search's and the root node's, never more. A
-bound is valid whenever it was printed: every bound branch and cut reports is below every plan.
+2,118,430 to 2,134,374 one second after it, 2,139,352 five seconds after (without presolve; with
+it, PRESOLVE_OVER_LP, 2,147,006 after 9 s). The plans' gaps, benchmarks/milp.py --only large
+(--explain none, this 2-core machine; one draw each), before rental-mir (covers.py) and this -> after:
+  60 jobs seed 3, limit 10 s / 60 s     4.93% -> 2.68% / 2.38% -> 1.09% (2,176,425 $/yr both)
+  60 jobs seed 4, limit 10 s / 60 s     2.72% -> 1.95% / 1.12% -> 0.78%
+  200 jobs seed 4, limit 30 s / 60 s    2.15% -> 1.79% / 1.65% -> 1.87%
+  200 jobs seed 3, limit 30 s / 60 s    6.02% -> 8.72% / 5.56% -> 7.09%: a costlier plan (9,477,985 and
+                                        9,358,855 $/yr against 9,195,958 and 9,150,747), the same
+                                        without the prover; the search's path moved with the model
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ import tempfile
 
 MIN_CORES = 2
 """the prover runs beside the search only where the machine has this many cores or more"""
+BOUND_FILE = "bound"
+"""the file, beside the model's, that holds the child's best bound so far (replaced whole each time)"""
 
 
 class Prover:
     """HiGHS's branch and cut on the full model's LP (relaxation.Relaxation, integer columns marked)
-    in a child process for at most `seconds`; bound() reads its best dual bound so far."""
+    in a child process for at most `seconds`; stop() ends it and reads its best dual bound."""
 
     def __init__(self, arrays: dict, integer: list[bool], constant: float, seconds: float, presolve: bool):
         import numpy as np
@@ -44,24 +46,24 @@ class Prover:
         np.savez(path, integer=np.array(integer, dtype=bool), **arrays)
         self.proc = subprocess.Popen([sys.executable, "-m", "planner.milp.mipbound", path, f"{seconds:.3f}",
                                       "on" if presolve else "off"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                     text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         self.best: float | None = None
 
     def stop(self) -> float | None:
-        """Stop the child (if it still runs) and return the best bound it printed, objective constant
+        """Stop the child (if it still runs) and return the best bound it wrote, objective constant
         included (None: none)."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
-            out, _ = self.proc.communicate()
+            self.proc.wait()
             self.proc = None
+            try:
+                with open(os.path.join(self.folder, BOUND_FILE)) as f:
+                    value = float(f.read())
+                self.best = value + self.constant if math.isfinite(value) else None
+            except (OSError, ValueError):  # none written yet
+                pass
             shutil.rmtree(self.folder, ignore_errors=True)
-            for line in out.splitlines():
-                if line.startswith("bound "):
-                    value = float(line.split()[1])
-                    if math.isfinite(value):
-                        self.best = value + self.constant if self.best is None else max(self.best, value + self.constant)
         return self.best
 
 
@@ -81,7 +83,7 @@ def start(lp, seconds: float, lp_seconds: float) -> Prover | None:
 
 
 def _prove(path: str, seconds: float, presolve: str) -> None:
-    """The child: load the model, run branch and cut, print each higher dual bound (flushed)."""
+    """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE)."""
     import highspy
     import numpy as np
 
@@ -99,10 +101,14 @@ def _prove(path: str, seconds: float, presolve: str) -> None:
     h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
     parent, best = os.getppid(), [-math.inf]
 
+    out = os.path.join(os.path.dirname(path), BOUND_FILE)
+
     def report(value: float) -> None:
         if math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
             best[0] = value
-            print(f"bound {value!r}", flush=True)
+            with open(out + ".new", "w") as f:
+                f.write(repr(value))
+            os.replace(out + ".new", out)  # whole: the planner never reads half a number
 
     def callback(kind, message, data_out, data_in, user):
         report(data_out.mip_dual_bound)
