@@ -52,6 +52,13 @@ rental-mir, full model's LP bound:
   rent-only a100-80gb, 1-8 GPU rentals,         LP = the enumerated optimum (tests/test_covers.py),
   two demands                                   from 35-72% of it without
 The same cover over pools' shared rentals (Y -> R[o,h]) left those LPs where they were: not added.
+A shortlist's search model (fm.pairs_pruned > 0) leaves rental-mir out: it raises only the bound,
+which the full model's gives (prune.py), and in the search its rows moved CBC onto costlier plans
+(benchmarks/milp.py --only large, --explain none, one draw each, with -> without in the search):
+  200 jobs seed 3, 30 s / 60 s       8.72% -> 8.02% / 7.09% -> 6.00% (9,358,855 -> 9,250,701 $/yr)
+  200 jobs seed 4, 30 s / 60 s       1.79% -> 1.77% / 1.87% -> 1.61%
+  60 jobs seed 4, 10 s / 60 s        1.95% -> 1.56% / 0.78% -> 0.76%
+  60 jobs seed 3, 10 s / 60 s        2.68% -> 2.68% / 1.09% -> 1.23% (2,176,425 -> 2,179,491 $/yr)
 """
 
 from __future__ import annotations
@@ -130,7 +137,7 @@ def define_cover_cuts(fm) -> None:
             if terms:
                 for k, (rhs, cut) in enumerate(mir(terms, -row.constant)):
                     _add(fm, (dk, t, k), rhs, cut)
-                rental = _rental_cover(fm, dk, t, terms)
+                rental = None if fm.pairs_pruned else _rental_cover(fm, dk, t, terms)
                 if rental:  # the cover itself (its clipping: one rented system may serve everyone), and its MIRs
                     b = -row.constant
                     for k, (rhs, cut) in enumerate([(b, rental), *mir(rental, b)]):

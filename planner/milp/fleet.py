@@ -33,7 +33,7 @@ towards the integer hull, each with its proof in its function's docstring:
                integer replicas, one per replica size as divisor: whole replicas (covers.py)
   rental-mir   a demand's row with its replicas on each rented offer o replaced by its rented
                systems (min(b, acc_o max_i users_i / slots_i) r[d,o]), and that row's MIRs: whole
-               rented systems (covers.py)
+               rented systems (covers.py; left out of a shortlist's search model)
 Each holds in every minimal plan (no replica removable, no load lowerable with the demand still
 met), and every plan lowers to a minimal one at no higher cost, so the optimum is unchanged.
 """
