@@ -137,7 +137,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
 def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool):
     """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
     model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
-    (mipbound.py, stopped when the plan is measured)."""
+    (mipbound.py: waited on while the plan's gap is above the one asked, then stopped)."""
     b = deadline.current()
     short_limit = time_limit_s
     share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
@@ -173,6 +173,12 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
             if better is not None:  # its heuristics found a cheaper plan among every pair: plan that
                 fm, res = bound.model, better
         if prover is not None:
+            bound = prune.raised(bound, prover.read())
+            b = deadline.current()
+            if prune.against_full_model(res, bound, s.solver.gap).status == "feasible" and b is not None:
+                started = time.perf_counter()  # the search is done, the gap is not: the prover raises
+                prover.wait(res.objective * (1 - s.solver.gap), share * b.left())  # the bound on (root's share)
+                searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
         measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)

@@ -26,9 +26,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 MIN_CORES = 2
 """the prover runs beside the search only where the machine has this many cores or more"""
+WAIT_POLL_S = 0.05
+"""how often Prover.wait reads the child's bound"""
 BOUND_FILE = "bound"
 """the file, beside the model's, that holds the child's best bound so far (replaced whole each time)"""
 
@@ -49,6 +52,30 @@ class Prover:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         self.best: float | None = None
 
+    def read(self) -> float | None:
+        """The best bound written so far, objective constant included (None: none yet); the child
+        runs on."""
+        try:
+            with open(os.path.join(self.folder, BOUND_FILE)) as f:
+                value = float(f.read())
+        except (OSError, ValueError):  # none written yet
+            return self.best
+        if math.isfinite(value):
+            self.best = value + self.constant
+        return self.best
+
+    def wait(self, enough: float, seconds: float) -> float | None:
+        """Wait until the bound reaches `enough` (the plan is then within the gap asked), the child
+        ends, or `seconds` pass; the best bound then. The search has ended: its core is the child's
+        to keep, and the bound it raises after the plan is found is as valid as before."""
+        end = time.monotonic() + seconds
+        while self.proc is not None and self.proc.poll() is None and time.monotonic() < end:
+            best = self.read()
+            if best is not None and best >= enough:
+                break
+            time.sleep(min(WAIT_POLL_S, max(0.0, end - time.monotonic())))
+        return self.read()
+
     def stop(self) -> float | None:
         """Stop the child (if it still runs) and return the best bound it wrote, objective constant
         included (None: none)."""
@@ -57,12 +84,7 @@ class Prover:
                 self.proc.kill()
             self.proc.wait()
             self.proc = None
-            try:
-                with open(os.path.join(self.folder, BOUND_FILE)) as f:
-                    value = float(f.read())
-                self.best = value + self.constant if math.isfinite(value) else None
-            except (OSError, ValueError):  # none written yet
-                pass
+            self.read()
             shutil.rmtree(self.folder, ignore_errors=True)
         return self.best
 
