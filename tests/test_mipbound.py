@@ -84,25 +84,35 @@ def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_
     assert prune.raised(lps[0], lps[0].objective + 1).objective == lps[0].objective + 1
 
 
-def test_waiting_on_the_prover_ends_at_the_bound_asked_or_at_its_time():
-    """Prover.wait (a search done, its gap not): returns as soon as the bound reaches what the
-    plan's gap needs, and no later than the time given when it never does."""
+def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_of_the_model():
+    """Prover.wait (a search done, its gap not): returns as soon as the bound is within the gap
+    asked of the plan, and no later than the time given when it never is; the prover's own
+    cheapest plan (Prover.incumbent), read back onto the full model (prune.prover_plan), meets
+    every row and costs the enumerated optimum."""
     import time
 
     s = scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
                   serve("docs", 60, context=32768, precision="bf16")], N1)
     expected = n_plus_1_brute_force(s)
-    prover = mipbound.start(relaxation(_model(s).prob), 60.0, lp_seconds=1.0)
+    fm = _model(s)
+    lp = relaxation(fm.prob)
+    bound = prune.FullBound(lp.solve(), {}, fm.pairs, fm, lp=lp)
+    prover = mipbound.start(lp, 60.0, lp_seconds=1.0)
     if prover is None:
         pytest.skip("one core: no prover")
     try:
         started = time.monotonic()
-        got = prover.wait(0.999 * expected, 30.0)  # reached in well under a second
+        got = prover.wait(0.001, expected, 30.0)  # reached in well under a second
         assert got >= 0.999 * expected and time.monotonic() - started < 20.0
         assert got <= expected * (1 + 1e-6)  # valid: never above the optimum
         started = time.monotonic()
-        assert prover.wait(2 * expected, 0.5) <= expected * (1 + 1e-6)  # never reached: the time ends it
+        assert prover.wait(0.0, 2 * expected, 0.5) <= expected * (1 + 1e-6)  # its own plan is cheaper
         assert time.monotonic() - started < 5.0
     finally:
         prover.stop()
-    assert prover.proc is None
+    assert prover.proc is None and prover.plan is not None
+    found = prune.prover_plan(bound, prover.plan)
+    assert found is not None and found.objective == pytest.approx(expected, rel=1e-6)
+    assert found.objective == pytest.approx(prover.plan[0], rel=1e-9)
+    shuffled = (prover.plan[0], prover.plan[1][::-1])  # columns read in the wrong order: not a plan
+    assert prune.prover_plan(bound, shuffled) is None

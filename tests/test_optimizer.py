@@ -340,3 +340,5 @@ def test_a_plans_gap_is_against_the_full_models_best_bound():
     assert (proven.status, round(proven.gap, 4)) == ("optimal", 0.005)
     short = prune.against_full_model(SolveResult("optimal", 1.0, 0.001, 100.0, "cbc"), prune.FullBound(95.0, {}, 0), 0.01)
     assert (short.status, round(short.gap, 4)) == ("feasible", 0.05)  # the shortlist's optimum, 5% above the bound
+    cut = prune.against_full_model(SolveResult("feasible", 9.0, 0.03, 100.0, "cbc"), prune.FullBound(99.2, {}, 0), 0.01)
+    assert (cut.status, round(cut.gap, 4)) == ("optimal", 0.008)  # a search its time cut, within 1% of every plan

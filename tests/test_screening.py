@@ -155,10 +155,10 @@ def test_a_warm_start_that_is_a_plan_is_the_incumbent_and_one_that_breaks_a_row_
         for v in fm.prob.variables():
             v.setInitialValue(round(alone.values.get(v.name, 0.0)) if v.cat != "Continuous"
                               else alone.values.get(v.name, 0.0))
-        start = screening._start_plan(fm)
+        start = screening.start_plan(fm)
         assert start is not None and start.objective == pytest.approx(alone.objective, rel=1e-6)
         res = screening.search(fm, time_limit_s=120, warm=True, spares_only=True)
         assert res.status == "optimal" and res.objective == pytest.approx(alone.objective, rel=1e-3)
         bought = next(v for v in fm.p.values() if (v.varValue or 0) >= 1)
         bought.setInitialValue(0)  # one system fewer than the plan needs: a row is broken
-        assert screening._start_plan(fm) is None
+        assert screening.start_plan(fm) is None

@@ -137,7 +137,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
 def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool):
     """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
     model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
-    (mipbound.py: waited on while the plan's gap is above the one asked, then stopped)."""
+    (mipbound.py: waited on while the plan's gap is above the one asked, then stopped; its own plan,
+    when cheaper, is the plan)."""
     b = deadline.current()
     short_limit = time_limit_s
     share = ROOT_SHARE if explained else ROOT_SHARE_ALONE
@@ -177,9 +178,12 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
             b = deadline.current()
             if prune.against_full_model(res, bound, s.solver.gap).status == "feasible" and b is not None:
                 started = time.perf_counter()  # the search is done, the gap is not: the prover raises
-                prover.wait(res.objective * (1 - s.solver.gap), share * b.left())  # the bound on (root's share)
+                prover.wait(s.solver.gap, res.objective, share * b.left())  # the bound on (root's share)
                 searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
+            found = prune.prover_plan(bound, prover.plan)
+            if found is not None and found.objective < res.objective - 1e-6 * max(1.0, abs(res.objective)):
+                fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
         measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)

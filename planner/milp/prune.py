@@ -25,7 +25,7 @@ import pulp
 
 from planner.data import deadline
 from planner.data.errors import SolverError
-from planner.milp import fleet
+from planner.milp import fleet, screening
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult, solve
 
@@ -157,15 +157,39 @@ def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) ->
             v.setInitialValue(x)
 
 
+def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
+    """The prover's cheapest plan (mipbound.Prover.incumbent: each column of the full model's LP,
+    bound.lp) as a plan of the full model (bound.model), integers rounded: a SolveResult when it
+    meets every row and bound (screening.start_plan's check and objective), else None."""
+    if plan is None or bound.model is None or bound.lp is None:
+        return None
+    x = plan[1]
+    for v in bound.model.prob.variables():
+        j = bound.lp.column.get(v.name)
+        if j is None or j >= len(x):
+            return None
+        value = float(x[j])
+        if v.cat != pulp.LpContinuous:
+            value = float(round(value))
+        if v.lowBound is not None:
+            value = max(v.lowBound, value)
+        if v.upBound is not None:
+            value = min(v.upBound, value)
+        v.varValue = value
+    return screening.start_plan(bound.model)
+
+
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:
     """A plan's status and gap measured against the full model's bound, the best valid bound known
     (its LP relaxation, or the highest of its root nodes'). The solve's own gap is not kept: it is
     against a shortlisted model's bound (no bound on plans outside the shortlist) or against one
-    root node's, which the full model's bound already holds or beats."""
+    root node's, which the full model's bound already holds or beats. A plan within the gap asked of
+    that bound is optimal (proven: no plan the scenario allows is cheaper by more), whichever search
+    found it and however it ended."""
     if not res.ok or res.objective is None:
         return res
     if bound.objective is None:
         return dataclasses.replace(res, status="feasible", gap=None)
     gap = max(0.0, (res.objective - bound.objective) / max(abs(res.objective), 1e-9))
-    proven = res.status == "optimal" and gap <= gap_asked + 1e-12
+    proven = gap <= gap_asked + 1e-12
     return dataclasses.replace(res, status="optimal" if proven else "feasible", gap=gap)

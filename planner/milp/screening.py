@@ -100,7 +100,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
     starts from it; else one CBC search from it."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
-    found = _start_plan(fm) if screened and warm else None
+    found = start_plan(fm) if screened and warm else None
     lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None
     if lp is None:
         return solve(fm, time_limit_s=time_limit_s, gap=gap, max_nodes=max_nodes, warm=warm)
@@ -140,7 +140,7 @@ START_TOL = 1e-6
 """a start's row may miss by this share of its right-hand side (at least this much) and count as met"""
 
 
-def _start_plan(fm: FleetModel) -> SolveResult | None:
+def start_plan(fm: FleetModel) -> SolveResult | None:
     """The warm start (the variables' initial values) as a plan, when it meets every row of the
     model and every variable's bounds; None otherwise (its cost would not be a plan's)."""
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
