@@ -176,7 +176,12 @@ def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveRes
         if v.upBound is not None:
             value = min(v.upBound, value)
         v.varValue = value
-    return screening.start_plan(bound.model)
+    found = screening.start_plan(bound.model)
+    return None if found is None else dataclasses.replace(found, solver=PROVER_NAME)
+
+
+PROVER_NAME = "highs (branch and cut on every pair, beside cbc's search of a shortlist)"
+"""the solver named in a plan that the prover found (prover_plan)"""
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:
