@@ -9,13 +9,20 @@ bought, whose rounding costs up to a system per offer. HiGHS's branch and cut on
 LP: on 60 generated jobs of every acquisition mode (seed 3, optimum 2,158,706 $/yr) from the LP's
 2,118,430 to 2,134,374 one second after it, 2,139,352 five seconds after (without presolve; with
 it, PRESOLVE_OVER_LP, 2,147,006 after 9 s). The plans' gaps, benchmarks/milp.py --only large
-(--explain none, this 2-core machine; one draw each), before rental-mir (covers.py) and this -> after:
-  60 jobs seed 3, limit 10 s / 60 s     4.93% -> 2.68% / 2.38% -> 1.09% (2,176,425 $/yr both)
-  60 jobs seed 4, limit 10 s / 60 s     2.72% -> 1.95% / 1.12% -> 0.78%
-  200 jobs seed 4, limit 30 s / 60 s    2.15% -> 1.79% / 1.65% -> 1.87%
-  200 jobs seed 3, limit 30 s / 60 s    6.02% -> 8.72% / 5.56% -> 7.09%: a costlier plan (9,477,985 and
-                                        9,358,855 $/yr against 9,195,958 and 9,150,747), the same
-                                        without the prover; the search's path moved with the model
+(--explain none, this 2-core machine; one draw each, and a draw moves with the load), before
+rental-mir (covers.py) and this module -> with them, the waiting and the prover's plans (below):
+  60 jobs seed 3, limit 10 s / 60 s     4.93% -> 2.68% / 2.38% -> 0.59%, optimal (2,164,750 $/yr;
+                                        the optimum 2,158,706)
+  60 jobs seed 4, limit 10 s / 60 s     2.72% -> 1.40% / 1.12% -> 0.76%, optimal
+  60 jobs seed 5, limit 10 s / 60 s     5.06% / 2.62% (1,020,744 $/yr, the prover's plan)
+  200 jobs seed 4, limit 30 s / 60 s    2.15% -> 1.54% / 1.65% -> 1.49%
+  200 jobs seed 5, limit 30 s / 60 s    2.70% / 2.69%
+  200 jobs seed 3, limit 30 s / 60 s    6.02% -> 8.08% / 5.56% -> 7.44%: costlier plans (9,412,414 and
+                                        9,394,105 $/yr against 9,195,958 and 9,150,747), which follow
+                                        rental-mir in the full model (the shortlist keeps the pairs
+                                        its LP uses): without it, 9,200,426 at 30 s. The bound is
+                                        8.70 million either way; HiGHS alone, heuristics on, finds
+                                        8,919,682 in 273 s, its bound then 8,724,890
 
 The search runs CBC in a process of its own, one core; the prover takes another (the machine must
 have two): a child Python process (python -m planner.milp.mipbound) reads the model from a file,
@@ -87,6 +94,16 @@ class Prover:
         self.plan = (float(a[0]) + self.constant, a[1:])
         return self.plan
 
+    def _plan_cost(self) -> float | None:
+        """The child's cheapest plan's objective, its constant included, without reading the plan
+        (the file mapped, its first number read)."""
+        import numpy as np
+
+        try:
+            return float(np.load(os.path.join(self.folder, PLAN_FILE), mmap_mode="r")[0]) + self.constant
+        except (OSError, ValueError, EOFError):  # none written yet
+            return None
+
     def read(self) -> float | None:
         """The best bound written so far, objective constant included (None: none yet); the child
         runs on."""
@@ -106,8 +123,8 @@ class Prover:
         as before."""
         end = time.monotonic() + seconds
         while self.proc is not None and self.proc.poll() is None and time.monotonic() < end:
-            best, plan = self.read(), self.incumbent()
-            cheapest = min(objective, plan[0]) if plan is not None else objective
+            best, cost = self.read(), self._plan_cost()
+            cheapest = min(objective, cost) if cost is not None else objective
             if best is not None and best >= cheapest - gap * abs(cheapest):
                 break
             time.sleep(min(WAIT_POLL_S, max(0.0, end - time.monotonic())))
