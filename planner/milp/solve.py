@@ -123,8 +123,32 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
 
         from pulp.apis import highs_api
         pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
-    return pulp.HiGHS(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap, threads=threads, mip=mip,
-                      **params)
+    return _node_limited(pulp.HiGHS)(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap,
+                                     threads=threads, mip=mip, **params)
+
+
+@functools.lru_cache(maxsize=None)
+def _node_limited(base: type) -> type:
+    """PuLP's HiGHS interface that also reads the status a node limit ends on (max_nodes: HiGHS's
+    kSolutionLimit), which PuLP 3.3's table lacks (a KeyError: --solver highs failed on every root
+    node and every explanation that reached 300 nodes): the plan HiGHS holds when it holds one, as at
+    a time limit, else none."""
+
+    class NodeLimited(base):
+        def findSolutionValues(self, lp):
+            try:
+                return super().findSolutionValues(lp)
+            except KeyError:
+                import highspy
+
+                h = lp.solverModel
+                if h.getModelStatus() != highspy.HighsModelStatus.kSolutionLimit:
+                    raise
+                if h.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
+                    return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible  # (solve's "feasible")
+                return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+
+    return NodeLimited
 
 
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
