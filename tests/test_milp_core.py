@@ -323,3 +323,34 @@ def test_highs_with_a_node_limit_returns_its_plan_not_an_error():
     assert one.status in ("feasible", "not-solved")  # ended by its node limit, not an error
     if one.status == "feasible":
         assert one.objective >= proven.objective * (1 - 1e-6)  # a plan: never below the optimum
+
+
+def test_a_pool_replica_nothing_loads_is_trimmed_with_its_rented_system():
+    """A solution the time limit cuts short may hold a shared replica that no pooled job loads (HiGHS
+    left one on 200 generated jobs, and the verifier failed the plan: 237 systems rented where the
+    placements need 236). It is dropped, with the rented system that held it, before the plan is
+    read: the plan is the optimum's again and passes the verifier."""
+    import dataclasses
+
+    from planner.app.planning import solve_scenario
+    from planner.milp.readout import read_plan, trimmed
+    from planner.verify.plan import verify
+
+    s = scenario([serve("chat", 300), serve("docs", 40)],
+                 {"accelerators": ["a100-80gb"], "acquisition": ["on-demand"]})
+    cat, _, fm, res = solve_scenario(s)
+    assert any(round(res.values.get(v.name, 0.0)) > 0 for v in fm.yp.values()), "the two jobs share replicas"
+    key = next(k for k, v in sorted(fm.yp.items()) if round(res.values.get(v.name, 0.0)) == 0
+               and (k[2], fm.pool_opt[k][1].hours_per_day, k[3]) in fm.rp)
+    rental = fm.rp[(key[2], fm.pool_opt[key][1].hours_per_day, key[3])]
+    values = dict(res.values)
+    values[fm.yp[key].name] = 1.0  # a replica nothing loads, on a rented system of its own
+    values[rental.name] += math.ceil(fm.pool_opt[key][0].accelerator_slots / fm.system_of(key[2]).accelerators)
+    extra = sum(fm.prob.objective.get(v, 0.0) * (values[v.name] - res.values.get(v.name, 0.0))
+                for v in (fm.yp[key], rental))
+    padded = dataclasses.replace(res, status="feasible", values=values, objective=res.objective + extra)
+
+    again = trimmed(fm, padded)
+    assert again.objective == pytest.approx(res.objective, abs=0.05)  # (the objective's cent per system)
+    assert {k: round(v) for k, v in again.values.items()} == {k: round(v) for k, v in res.values.items()}
+    assert verify(read_plan(s, fm, again), s, cat).ok

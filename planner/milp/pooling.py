@@ -156,6 +156,25 @@ def _half_key(role: str, pair: tuple) -> dict:
             "decode_system": pair[1], "decode_tensor_parallel": pair[3]}
 
 
+def trim_pool_replicas(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:
+    """Each pool's replicas Y lowered to ceil(its members' summed load), and the objective's cost
+    that saves (Y's own terms: owned systems' busy power). A plan the solver stopped short of its
+    optimum may hold a replica no member loads (a pool row the readout never shows, a system the
+    verifier finds idle); lowering Y keeps the load row, and the rental rows only loosen (the shared
+    rentals are trimmed after it: trim_pool_rentals). Runs before the fleet's trims."""
+    out, saved = dict(values), 0.0
+    for key, ms in sorted(members(fm).items()):
+        yv = fm.yp.get(key)
+        if yv is None:
+            continue
+        need = math.ceil(sum(values.get(v.name, 0.0) for _, _, v in ms) - 1e-6)
+        held = round(values.get(yv.name, 0.0))
+        if held > need:
+            out[yv.name] = float(max(need, 0))
+            saved += fm.prob.objective.get(yv, 0.0) * (held - max(need, 0))
+    return out, saved
+
+
 def trim_pool_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:
     """Shared rentals lowered to ceil(sum slots Y / accelerators) (+ the spare), like
     fleet.trim_rentals; returns the values and the yearly cost saved."""

@@ -25,12 +25,15 @@ def r2(x: float | None, nd: int = 2) -> float | None:
 
 
 def trimmed(fm: model.FleetModel, res: SolveResult) -> SolveResult:
-    """The solution with no idle owned system or spare (trim.trim_owned), no idle rented system
-    (model.trim_rentals) and no system type priced that the fleet does not hold
+    """The solution with no pool replica that nothing loads (pooling.trim_pool_replicas), no idle
+    owned system or spare (trim.trim_owned), no idle rented system (model.trim_rentals,
+    pooling.trim_pool_rentals) and no system type priced that the fleet does not hold
     (complexity.trim_types), its objective lowered by what that saves; idempotent."""
     if not res.ok:
         return res
-    values, saved = trim.trim_owned(fm, res.values)
+    values, saved = pooling.trim_pool_replicas(fm, res.values)
+    values, owned_saved = trim.trim_owned(fm, values)
+    saved += owned_saved
     values, rented_saved = model.trim_rentals(fm, values)
     saved += rented_saved
     values, pooled_saved = pooling.trim_pool_rentals(fm, values)
