@@ -112,6 +112,7 @@ def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_
         prover.stop()
     assert prover.proc is None and prover.plan is not None
     found = prune.prover_plan(bound, prover.plan)
+    assert all(v.varValue is None for v in fm.prob.variables())  # read, not loaded: the model's plan stays its own
     assert found is not None and found.objective == pytest.approx(expected, rel=1e-6)
     assert found.objective == pytest.approx(prover.plan[0], rel=1e-9) and found.solver.startswith("highs")
     shuffled = (prover.plan[0], prover.plan[1][::-1])  # columns read in the wrong order: not a plan

@@ -184,6 +184,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
             found = prune.prover_plan(bound, prover.plan)
             if found is not None and found.objective < res.objective - 1e-6 * max(1.0, abs(res.objective)):
                 fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
+                screening.load_values(fm, res.values)
         measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)

@@ -163,7 +163,7 @@ def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveRes
     meets every row and bound (screening.start_plan's check and objective), else None."""
     if plan is None or bound.model is None or bound.lp is None:
         return None
-    x = plan[1]
+    x, values = plan[1], {}
     for v in bound.model.prob.variables():
         j = bound.lp.column.get(v.name)
         if j is None or j >= len(x):
@@ -175,8 +175,8 @@ def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveRes
             value = max(v.lowBound, value)
         if v.upBound is not None:
             value = min(v.upBound, value)
-        v.varValue = value
-    found = screening.start_plan(bound.model)
+        values[v.name] = value
+    found = screening.start_plan(bound.model, values)  # (the model's own values untouched)
     return None if found is None else dataclasses.replace(found, solver=PROVER_NAME)
 
 

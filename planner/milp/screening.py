@@ -140,10 +140,11 @@ START_TOL = 1e-6
 """a start's row may miss by this share of its right-hand side (at least this much) and count as met"""
 
 
-def start_plan(fm: FleetModel) -> SolveResult | None:
-    """The warm start (the variables' initial values) as a plan, when it meets every row of the
-    model and every variable's bounds; None otherwise (its cost would not be a plan's)."""
-    values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
+def start_plan(fm: FleetModel, values: dict | None = None) -> SolveResult | None:
+    """The warm start (the variables' initial values), or `values` (by variable name), as a plan,
+    when it meets every row of the model and every variable's bounds; None otherwise (its cost
+    would not be a plan's)."""
+    values = {v.name: (v.varValue if values is None else values.get(v.name)) or 0.0 for v in fm.prob.variables()}
     for v in fm.prob.variables():
         x = values[v.name]
         if (v.lowBound is not None and x < v.lowBound - START_TOL) or (v.upBound is not None and x > v.upBound + START_TOL):
@@ -155,6 +156,13 @@ def start_plan(fm: FleetModel) -> SolveResult | None:
     return SolveResult("feasible", 0.0, None, objective, fm.scenario.solver.name, values)
 
 
+def load_values(fm: FleetModel, values: dict) -> None:
+    """The model's variables set to a plan's values (by name, 0 where it has none): rows read at the
+    current values (registry.row_value) then read that plan."""
+    for v in fm.prob.variables():
+        v.varValue = values.get(v.name, 0.0)
+
+
 def _best(fm: FleetModel, found: SolveResult, final: SolveResult, root: float, gap: float) -> SolveResult:
     """The plan the two searches leave: the screened search's if it found one no dearer than the
     incumbent; else the incumbent, optimal when the screened search proved no plan cheaper (it
@@ -163,8 +171,7 @@ def _best(fm: FleetModel, found: SolveResult, final: SolveResult, root: float, g
     incumbent's cost)."""
     if final.ok and final.objective <= found.objective:
         return final
-    for v in fm.prob.variables():  # the model's values back to the incumbent's
-        v.varValue = found.values.get(v.name, 0.0)
+    load_values(fm, found.values)  # the model's values back to the incumbent's
     if final.status in ("infeasible", "optimal"):
         return dataclasses.replace(found, status="optimal", gap=gap, bound=None, cut_short=False)
     bound = max(root, min(final.bound, found.objective)) if final.bound is not None else root
