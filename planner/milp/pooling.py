@@ -160,8 +160,8 @@ def trim_pool_replicas(fm, values: dict[str, float]) -> tuple[dict[str, float], 
     """Each pool's replicas Y lowered to ceil(its members' summed load), and the objective's cost
     that saves (Y's own terms: owned systems' busy power). A plan the solver stopped short of its
     optimum may hold a replica no member loads (a pool row the readout never shows, a system the
-    verifier finds idle); lowering Y keeps the load row, and the rental rows only loosen (the shared
-    rentals are trimmed after it: trim_pool_rentals). Runs before the fleet's trims."""
+    verifier finds idle); lowering Y keeps the load row, and the shared rentals are lowered after it
+    to what the replicas left need (trim_pool_rentals). Runs before the fleet's trims."""
     out, saved = dict(values), 0.0
     for key, ms in sorted(members(fm).items()):
         yv = fm.yp.get(key)
