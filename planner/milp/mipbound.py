@@ -85,23 +85,24 @@ class Prover:
     def incumbent(self) -> tuple[float, object] | None:
         """The child's cheapest plan so far, (objective with its constant, each column's value in the
         LP's order: Relaxation.column), or None: none found yet."""
-        import numpy as np
-
-        try:
-            a = np.load(os.path.join(self.folder, PLAN_FILE))
-        except (OSError, ValueError, EOFError):  # none written yet
-            return self.plan
-        self.plan = (float(a[0]) + self.constant, a[1:])
+        a = self._plan_file()
+        if a is not None:
+            self.plan = (float(a[0]) + self.constant, a[1:])
         return self.plan
 
     def _plan_cost(self) -> float | None:
         """The child's cheapest plan's objective, its constant included, without reading the plan
         (the file mapped, its first number read)."""
+        a = self._plan_file(mapped=True)
+        return None if a is None else float(a[0]) + self.constant
+
+    def _plan_file(self, mapped: bool = False):
+        """PLAN_FILE's array (mapped: read on access), or None: none written yet."""
         import numpy as np
 
         try:
-            return float(np.load(os.path.join(self.folder, PLAN_FILE), mmap_mode="r")[0]) + self.constant
-        except (OSError, ValueError, EOFError):  # none written yet
+            return np.load(os.path.join(self.folder, PLAN_FILE), mmap_mode="r" if mapped else None)
+        except (OSError, ValueError, EOFError):
             return None
 
     def read(self) -> float | None:
@@ -181,8 +182,7 @@ def _prove(path: str, seconds: float, presolve: str) -> None:
 
     out = os.path.join(os.path.dirname(path), BOUND_FILE)
     plan = os.path.join(os.path.dirname(path), PLAN_FILE)
-    improving = getattr(getattr(highspy, "cb", None), "HighsCallbackType", None)
-    improving = getattr(improving, "kCallbackMipImprovingSolution", None)
+    improving = None  # the callback kind of a cheaper plan (set where highspy has callbacks)
 
     def report(value: float) -> None:
         if math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
@@ -204,8 +204,10 @@ def _prove(path: str, seconds: float, presolve: str) -> None:
             data_in.user_interrupt = True
 
     try:
+        kinds = highspy.cb.HighsCallbackType
+        improving = kinds.kCallbackMipImprovingSolution
         h.setCallback(callback, None)
-        h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+        h.startCallback(kinds.kCallbackMipInterrupt)
         h.startCallback(improving)
     except (AttributeError, TypeError):  # an older highspy without callbacks: the final bound only
         pass

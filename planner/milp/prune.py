@@ -147,14 +147,18 @@ def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) ->
         mine = getattr(short, store)
         for key, v in getattr(full, store).items():
             sv = mine.get(key)
-            x = values.get(sv.name, 0.0) if sv is not None else 0.0
-            if v.cat != pulp.LpContinuous:
-                x = round(x)
-            if v.lowBound is not None:
-                x = max(v.lowBound, x)
-            if v.upBound is not None:
-                x = min(v.upBound, x)
-            v.setInitialValue(x)
+            v.setInitialValue(_fitted(v, values.get(sv.name, 0.0) if sv is not None else 0.0))
+
+
+def _fitted(v: pulp.LpVariable, x: float) -> float:
+    """x rounded if v is an integer, and clipped to v's bounds."""
+    if v.cat != pulp.LpContinuous:
+        x = round(x)
+    if v.lowBound is not None:
+        x = max(v.lowBound, x)
+    if v.upBound is not None:
+        x = min(v.upBound, x)
+    return x
 
 
 def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
@@ -168,14 +172,7 @@ def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveRes
         j = bound.lp.column.get(v.name)
         if j is None or j >= len(x):
             return None
-        value = float(x[j])
-        if v.cat != pulp.LpContinuous:
-            value = float(round(value))
-        if v.lowBound is not None:
-            value = max(v.lowBound, value)
-        if v.upBound is not None:
-            value = min(v.upBound, value)
-        values[v.name] = value
+        values[v.name] = float(_fitted(v, float(x[j])))
     found = screening.start_plan(bound.model, values)  # (the model's own values untouched)
     return None if found is None else dataclasses.replace(found, solver=PROVER_NAME)
 
