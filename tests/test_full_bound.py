@@ -97,3 +97,34 @@ def test_a_search_that_finds_no_plan_in_its_share_gets_the_time_left(monkeypatch
     plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
     assert plan["status"] in ("optimal", "feasible") and plan["fleet"]
     assert len(limits) == 2 and limits[0] is not None and limits[1] is None
+
+
+def test_a_pairs_rise_bounds_the_lp_when_the_pair_is_forced_in_and_the_nearest_rise_least(shortlisted):
+    """The shortlist keeps each demand's NEAREST pairs by the full LP's reduced costs (prune.rises):
+    forcing a pair's openers to 1 raises the LP by at least its rise, and the pairs kept rise no
+    more than any pair of their demand left out."""
+    _, _, _, short = shortlisted
+    bound = prune.full_model_bound(short)
+    lp, full = bound.lp, bound.model
+    at = lp.solve()
+    rises = prune.rises(full, lp)
+    opening = prune.openers(full)
+    risen = sorted((r, key) for key, r in rises.items() if r > 1.0)
+    assert len(risen) >= 10
+    for r, key in risen[:: max(1, len(risen) // 12)]:
+        held = [v for k, vs in opening.items() if k[:3] == key for v in vs]
+        for v in held:
+            lp.fix(v, 1, v.upBound)
+        forced = lp.solve()
+        for v in held:
+            lp.free(v)
+        assert forced >= at + r - 1e-6 * abs(at), key
+    assert lp.solve() == pytest.approx(at, rel=1e-9)
+    rises = prune.rises(full, lp)  # (a degenerate LP: its duals move with the basis)
+    widened = bound.widened(nearest=True)
+    assert bound.widened(nearest=False) is bound.support
+    for dk, kept in prune._nearest(full, lp, prune.NEAREST).items():
+        mine = {(i, oid): r for (d, i, oid), r in rises.items() if d == dk}
+        assert len(kept) == min(prune.NEAREST, len(mine)) and kept <= widened[dk]
+        left = [r for pair, r in mine.items() if pair not in kept]
+        assert not left or max(mine[p] for p in kept) <= min(left)

@@ -123,7 +123,10 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
         deadline.step("solve")
         if bound.objective is not None:
-            fm = model.build(s, cat, opts, keep_pairs=bound.support)
+            screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
+            fm = model.build(s, cat, opts, keep_pairs=bound.widened(screened))
+            if screened and not screening.eligible(fm):
+                fm = model.build(s, cat, opts, keep_pairs=bound.support)
     b = deadline.current()
     prover = mipbound.start(bound.lp, b.left(), bound.lp_seconds) if b is not None and bound is not None and bound.objective is not None \
         else None  # the full model's bound raised apart, while the search runs

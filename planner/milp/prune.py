@@ -7,7 +7,8 @@ The full model (every candidate pair) is built and its LP relaxation solved: tha
     within solver.gap, otherwise "feasible" with the gap);
   - the pairs it uses (y, x > 0, or a rental of the pair's offer for that demand) are added to the
     shortlist: what the relaxation finds worth sharing is not pruned by a ranking that prices each
-    demand alone.
+    demand alone; so are, for the screened search, each demand's NEAREST pairs by the LP's reduced
+    costs (those whose use would raise the LP least, rises).
 The bound has a share of the time left (app/planning.py, BOUND_STEP_SHARE): HiGHS solves the LP in
 process with a time limit, the build stops past it, and a bound that cannot fit is left out and
 said cut short (the plan is then feasible, its gap unknown), never paid for with the plan's search.
@@ -26,8 +27,10 @@ import pulp
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.milp import fleet, screening
+from planner.milp.pooling import config_of
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult, solve
+from planner.options.shortlist import pair_cost
 
 CBC_LP_OVER_HIGHS = 2.5
 """CBC's time for a full model's LP through PuLP (the MPS file written, the LP, the answer read)
@@ -35,6 +38,16 @@ over HiGHS's in process (the LP loaded and solved), measured on benchmarks/milp.
 jobs, this 2-core machine: 0.9x on 60 jobs (15,122 variables: 1.39 s against 1.50 s), 2.1x on 200
 (44,655: 13.6 s against 6.6 s), 2.5x on 500 (104,286: 56 s against 22 s). The LP is HiGHS's; the
 root node (root_bound) is CBC's and starts by solving the LP again: its time is budgeted with this."""
+
+
+NEAREST = 8
+"""pairs per demand a shortlist searched by screening.py keeps from the full LP's reduced costs
+(_nearest). benchmarks/milp.py's 60 generated jobs, limit 10 s, --explain none (this 2-core machine,
+one draw each): seed 3 2.68% -> 1.52% ($2,196,923 -> $2,171,300 a year: the screened search's
+incumbent could reach pairs its best plan needs), seed 4 1.40% -> 1.35%, seed 5 5.06% -> 5.08% (its
+gap is the bound's); 16 per demand: the same on seeds 3-4, 5.76% on seed 5. Not where CBC alone
+searches the shortlist (above screening.MAX_COLUMNS, app/planning.py): on 200 jobs the model grew
+and CBC's plans got dearer (seed 4: 1.54% -> 2.81% with 8, 12.3% with 16)."""
 
 
 @dataclasses.dataclass
@@ -49,6 +62,15 @@ class FullBound:
     lp: object = None
     """the full model's LP relaxation in HiGHS (relaxation.Relaxation; None when CBC solved it), for
     mipbound.py's branch and cut"""
+
+    def widened(self, nearest: bool) -> dict:
+        """the pairs a shortlist keeps from the full LP: its support, and with `nearest` each
+        demand's NEAREST pairs by the LP's reduced costs too (HiGHS's LP only; read while the LP is
+        the one solved)"""
+        if not nearest or self.lp is None or self.model is None:
+            return self.support
+        near = _nearest(self.model, self.lp, NEAREST)
+        return {dk: self.support.get(dk, set()) | near.get(dk, set()) for dk in self.support.keys() | near.keys()}
 
     @property
     def cbc_lp_seconds(self) -> float:
@@ -92,6 +114,62 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
             if values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
     return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp)
+
+
+def _nearest(full: fleet.FleetModel, lp, keep: int) -> dict:
+    """demand -> its `keep` pairs the full model's LP prices closest to entering a plan (rises), ties
+    by the pair's standalone cost (options/shortlist.pair_cost). The LP's support is kept besides:
+    these are the pairs a plan near the LP's would reach for, which a ranking that prices each
+    demand alone misses (60 generated jobs, seed 3: the full model's best plan used 6 pairs outside
+    that ranking, each among its demand's 16 nearest)."""
+    ranked: dict = {}
+    for (dk, i, oid), rise in rises(full, lp).items():
+        ranked.setdefault(dk, []).append((rise, i, oid))
+    out = {}
+    for dk, pairs in ranked.items():
+        pairs.sort(key=lambda p: p[0])
+        last = pairs[min(keep, len(pairs)) - 1][0]  # (the standalone cost only where rises tie)
+        near = [(rise, pair_cost(full.scenario, full.catalog, full.options, dk, i, oid), oid, i)
+                for rise, i, oid in pairs if rise <= last]
+        out[dk] = {(i, oid) for _, _, oid, i in sorted(near)[:keep]}
+    return out
+
+
+def openers(full: fleet.FleetModel) -> dict:
+    """(demand, option, offer, year) -> the integers a plan using that pair holds at 1 or more: its
+    replicas y, or its pool's replicas Y (pooling.py); its own rentals r, or its pool's shared
+    rentals R; a batch run's placement b on an owned offer, else its share x (continuous: a share of
+    a run, not a whole one)."""
+    out: dict = {}
+    for (dk, i, oid, t), v in full.y.items():
+        d = full.options.demands[dk]
+        if d.pool:
+            found = [full.yp.get((d.pool, config_of(full.options.serve[dk][i]), oid, t)),
+                     full.rp.get((oid, d.hours_per_day, t))]
+        else:
+            found = [v, full.r.get((dk, oid, t))]
+        out[(dk, i, oid, t)] = [w for w in found if w is not None]
+    for key, v in full.x.items():
+        out[key] = [full.b.get(key, v)]
+    return out
+
+
+def rises(full: fleet.FleetModel, lp) -> dict:
+    """(demand, option, offer) -> the least rise of the full LP's objective (just solved) were the
+    pair used in some year: the sum of the reduced costs of its openers at 0 in the LP. A valid lower
+    bound on that rise: at an optimal basis every plan's cost is the LP's plus each nonbasic
+    variable's reduced cost times its distance from its bound, every term >= 0, and an opener at 0
+    that the pair holds at 1 adds at least its reduced cost (a continuous x: its reduced cost per
+    whole share, a ranking, not a bound)."""
+    opening = openers(full)
+    variables = list({v.name: v for vs in opening.values() for v in vs}.values())
+    rise = {v.name: max(0.0, rc) if x <= 1e-7 else 0.0
+            for v, rc, x in zip(variables, lp.reduced_costs(variables), lp.values(variables))}
+    out: dict = {}
+    for (dk, i, oid, _), vs in opening.items():
+        cost = sum(rise[v.name] for v in vs)
+        out[(dk, i, oid)] = min(cost, out.get((dk, i, oid), cost))
+    return out
 
 
 def raised(bound: FullBound, value: float | None) -> FullBound:

@@ -117,6 +117,12 @@ class Relaxation:
         col = self._h.getSolution().col_value
         return [col[self.column[v.name]] for v in variables]
 
+    def reduced_costs(self, variables: list[pulp.LpVariable]) -> list[float]:
+        """the variables' reduced costs in the last LP solved (the objective's rise per unit a
+        variable at its lower bound is raised; a basic variable's is 0)"""
+        dual = self._h.getSolution().col_dual
+        return [dual[self.column[v.name]] for v in variables]
+
 
 def relaxation(prob: pulp.LpProblem) -> Relaxation | None:
     """prob's LP relaxation in HiGHS, or None when highspy is not installed."""
