@@ -15,7 +15,8 @@ capacity, caps apply per run), so only its cheapest rented pair can be chosen; t
 
 Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds); a
 plan built on a shortlist is never called optimal unless the full model's bound proves it
-(milp/prune.py adds the pairs the full model's LP relaxation uses and measures the gap against it):
+(milp/prune.py adds the pairs the full model's LP relaxation uses, and for the screened search each
+demand's pairs nearest to entering that LP by reduced cost, and measures the gap against it):
 per serving demand keep, for each half of a replica split across two system types
 (options/crossdisagg.py), its cheapest offer of each acquisition mode and its cheapest uncapped
 rental (the halves are priced only together), and of the other options the cheapest pair of each
