@@ -46,13 +46,20 @@ def pooled(fm, dk: str) -> str | None:
     return fm.options.demands[dk].pool
 
 
+def pool_key(fm, dk: str, i: int, oid: str, t: int) -> tuple | None:
+    """The key of the pool replicas Y that pooled demand dk's option i on offer oid in year t loads:
+    (pool, config, offer, year); None when dk has replicas of its own."""
+    p = pooled(fm, dk)
+    return None if p is None else (p, config_of(fm.options.serve[dk][i]), oid, t)
+
+
 def members(fm) -> dict[tuple, list]:
     """(pool, config, offer, year) -> [(demand, option index, y variable)] over pooled demands' y."""
     out: dict[tuple, list] = {}
     for (dk, i, oid, t), v in sorted(fm.y.items()):
-        p = pooled(fm, dk)
-        if p is not None:
-            out.setdefault((p, config_of(fm.options.serve[dk][i]), oid, t), []).append((dk, i, v))
+        key = pool_key(fm, dk, i, oid, t)
+        if key is not None:
+            out.setdefault(key, []).append((dk, i, v))
     return out
 
 

@@ -27,7 +27,7 @@ import pulp
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.milp import fleet, screening
-from planner.milp.pooling import config_of
+from planner.milp.pooling import pool_key
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult, solve
 from planner.options.shortlist import pair_cost
@@ -144,7 +144,7 @@ def openers(full: fleet.FleetModel) -> dict:
     for (dk, i, oid, t), v in full.y.items():
         d = full.options.demands[dk]
         if d.pool:
-            found = [full.yp.get((d.pool, config_of(full.options.serve[dk][i]), oid, t)),
+            found = [full.yp.get(pool_key(full, dk, i, oid, t)),
                      full.rp.get((oid, d.hours_per_day, t))]
         else:
             found = [v, full.r.get((dk, oid, t))]

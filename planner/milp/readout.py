@@ -261,7 +261,7 @@ def _pooled_placement(fm, res, dk: str, i: int, oid: str, t: int, v) -> list[dic
     load = _val(res, v)
     opt, d = fm.options.serve[dk][i], fm.options.demands[dk]
     need = fm.demand_at(dk, t)
-    yv = fm.yp.get((d.pool, pooling.config_of(opt), oid, t))
+    yv = fm.yp.get(pooling.pool_key(fm, dk, i, oid, t))
     if load <= 1e-6 or yv is None or _int(res, yv) <= 0:
         return []
     p = serve_placement(fm, oid, opt, dk, _int(res, yv), need)
