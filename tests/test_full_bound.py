@@ -96,7 +96,7 @@ def test_a_search_that_finds_no_plan_in_its_share_gets_the_time_left(monkeypatch
     monkeypatch.setattr(planning.screening, "search", first_finds_nothing)
     plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
     assert plan["status"] in ("optimal", "feasible") and plan["fleet"]
-    assert len(limits) == 2 and limits[0] is not None and limits[1] is None
+    assert len(limits) == 2 and limits[0] is not None and limits[1] > 1.5 * limits[0]  # (the readout's time kept)
 
 
 def test_a_pairs_rise_bounds_the_lp_when_the_pair_is_forced_in_and_the_nearest_rise_least(shortlisted):

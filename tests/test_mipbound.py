@@ -14,8 +14,9 @@ from test_milp_core import N1, n_plus_1_brute_force
 from planner.app import planning
 from planner.data import deadline
 from planner.data.scenario import load_scenario
-from planner.milp import fleet, mipbound, prune
+from planner.milp import fleet, mipbound, prune, screening
 from planner.milp.relaxation import relaxation
+from planner.milp.solve import SolveResult
 from planner.options import shortlist
 
 
@@ -117,3 +118,55 @@ def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_
     assert found.objective == pytest.approx(prover.plan[0], rel=1e-9) and found.solver.startswith("highs")
     shuffled = (prover.plan[0], prover.plan[1][::-1])  # columns read in the wrong order: not a plan
     assert prune.prover_plan(bound, shuffled) is None
+
+
+def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_cheaper_plan_is_planned(monkeypatch):
+    """choose-go.yaml shortlisted and too large for the screened search (screening.MAX_COLUMNS 0):
+    HiGHS searches the shortlist in a child (mipbound.start_search) while CBC does; CBC ending with
+    no plan (as on a large fleet in its time), the child's plan is the plan, named as its, verified
+    (make_plan), measured against the full bound; on two cores the full-model prover starts once the
+    search is done (the second core was the search's), with three beside it; a search child writes
+    no bound."""
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
+    real_start = mipbound.start_search
+    searchers, provers = [], []
+
+    def nothing(fm, time_limit_s=None, **k):
+        searchers[-1].proc.wait(timeout=60)  # (CBC's time; the child's search ends first)
+        return SolveResult("not-solved", 1.0, None, None, "cbc")
+
+    def searcher(lp, seconds):
+        searchers.append(real_start(lp, seconds))
+        return searchers[-1]
+
+    monkeypatch.setattr(screening, "search", nothing)
+    monkeypatch.setattr(mipbound, "start_search", searcher)
+    monkeypatch.setattr(mipbound, "start", lambda *a: provers.append(searchers[-1].proc is None))  # (stopped yet?)
+    monkeypatch.setattr(mipbound, "cores", lambda: 2)
+    s = load_scenario(SCENARIOS / "choose-go.yaml")
+    with deadline.budget(60):
+        plan = planning.make_plan(s, explain="none")
+    assert len(searchers) == 1 and searchers[0] is not None and searchers[0].proc is None  # stopped
+    assert plan["solver"]["name"] == prune.SEARCHER_NAME and plan["status"] in ("optimal", "feasible")
+    assert plan["solver"]["gap"] is not None and provers == [True]  # once the search's core is free
+    assert searchers[0].best is None  # (no bound read from a shortlist's search)
+    monkeypatch.setattr(mipbound, "cores", lambda: 3)
+    with deadline.budget(60):
+        planning.make_plan(s, explain="none")
+    assert len(searchers) == 2 and provers[1] is False  # beside the searches
+
+
+def test_a_search_child_leaves_its_plan_and_writes_no_bound():
+    """min x, x >= 1.5, x integer: the search child (heuristics on, presolve) leaves its plan x = 2
+    and no bound (a shortlist's bound is none of the full model's)."""
+    import numpy as np
+
+    arrays = {"cost": np.array([1.0]), "lower": np.array([0.0]), "upper": np.array([10.0]),
+              "row_lower": np.array([1.5]), "row_upper": np.array([np.inf]), "starts": np.array([0], dtype=np.int32),
+              "index": np.array([0], dtype=np.int32), "value": np.array([1.0])}
+    child = mipbound.Prover(arrays, [True], 0.0, 30.0, presolve=True, search=True)
+    child.proc.wait(timeout=60)
+    child.stop()
+    assert child.plan is not None and child.plan[0] == pytest.approx(2.0) and list(child.plan[1]) == [2.0]
+    assert child.best is None

@@ -25,6 +25,7 @@ from planner.milp import fleet as model
 from planner.milp import mipbound, prune, screening
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
+from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult
 from planner.options import build as options
 
@@ -65,6 +66,11 @@ verifier are left to run, so the root nodes may take nearly all of the time left
 ROOT_SHARE_UNBUDGETED = 0.25
 """share of the solver's time limit the full model's root node may take when the solve has no
 wall-clock budget (solve_scenario called outside make_plan: tests, sweeps)"""
+READOUT_S_PER_COLUMN = 1.2e-4
+"""time set aside, per column of the model searched, for what follows the search (the second
+search's plan read and checked, the plan trimmed, read out and verified, what explanations fit):
+2,000 generated jobs (benchmarks/milp.py --only scale), 61,697 columns: 6.4-7.4 s from the search's
+end to the command's (it ran 67 s against its limit of 60 s before this time was set aside)"""
 ROOT_MIN_S = 2.0
 """the full model's root node is not started with less time than this for it, nor with less than its
 LP took (a root node solves the LP first: 500 generated jobs, LP 7.5 s, a root node given 2.4 s
@@ -128,16 +134,32 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
             if screened and not screening.eligible(fm):
                 fm = model.build(s, cat, opts, keep_pairs=bound.support)
     b = deadline.current()
-    prover = mipbound.start(bound.lp, b.left(), bound.lp_seconds) if b is not None and bound is not None and bound.objective is not None \
-        else None  # the full model's bound raised apart, while the search runs
+    searcher = _second_search(fm, b)
+    prover = mipbound.start(bound.lp, b.left(), bound.lp_seconds) \
+        if b is not None and bound is not None and bound.objective is not None \
+        and (searcher is None or mipbound.cores() >= 3) else None  # the full model's bound raised apart
     try:
-        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained)
+        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher)
     finally:
-        if prover is not None:
-            prover.stop()
+        for child in (prover, searcher and searcher[1]):
+            if child is not None:
+                child.stop()
 
 
-def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool):
+def _second_search(fm, b):
+    """HiGHS's search of a large shortlist beside CBC's (mipbound.start_search), where CBC alone
+    searches it (above the screened search's size, screening.MAX_COLUMNS): (lp, child), or None. On a
+    machine of two cores it takes the prover's (the full bound is then its LP's and CBC's root's):
+    on 200 generated jobs the plans, not the bound, leave most of the gap, and CBC's and HiGHS's
+    searches are each the better on some."""
+    if not fm.pairs_pruned or b is None or fm.scenario.solver.name != "cbc" or len(fm.prob.variables()) <= screening.MAX_COLUMNS:
+        return None
+    lp = relaxation(fm.prob)
+    child = mipbound.start_search(lp, b.left())
+    return None if child is None else (lp, child)
+
+
+def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None):
     """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
     model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
     (mipbound.py: waited on while the plan's gap is above the one asked, then stopped; its own plan,
@@ -149,9 +171,20 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         short_limit = max(1.0, SHORTLIST_SHARE * b.left())  # the rest: the full model's root (below)
         if not _root_fits(share * (b.left() - short_limit - SEARCH_OVERRUN_S), bound.cbc_lp_seconds):
             short_limit = max(1.0, share * b.left())  # no root node would fit after it: its time too
-    res = screening.search(fm, time_limit_s=short_limit)
-    if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S:
-        res = screening.search(fm, time_limit_s=time_limit_s)  # no plan in the search's share: it gets the root's too
+    reserve = READOUT_S_PER_COLUMN * len(fm.prob.variables())
+
+    def within(limit: float | None) -> float | None:
+        """a search's limit within the time left less the plan's readout (reserve)"""
+        if b is None:
+            return limit
+        room = max(1.0, b.left() - reserve)
+        return room if limit is None else min(limit, room)
+
+    res = screening.search(fm, time_limit_s=within(short_limit))
+    if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
+        res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
+    if searcher is not None:
+        res = _cheaper(fm, res, searcher)
     if res.status == "infeasible" and not fm.pairs_pruned:
         deadline.step("diagnosis")
         raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
@@ -162,6 +195,19 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
             deadline.step("diagnosis")
             raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
+    late = None
+    if bound is not None and prover is None and searcher is not None and bound.objective is not None:
+        prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds)  # the second search's core is free
+    try:
+        return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share)
+    finally:
+        if late is not None:
+            late.stop()
+
+
+def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, share: float):
+    """_searched's plan measured against the full model's bound: CBC's root node on it from the
+    plan, the prover waited on and stopped, the cheaper of their plans taken."""
     if bound is not None:
         searched = res.seconds + bound.lp_seconds  # the plan's solve: the shortlist's, the full LP, the roots
         measured = prune.against_full_model(res, bound, s.solver.gap)
@@ -191,6 +237,18 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)
+
+
+def _cheaper(fm, res, searcher):
+    """CBC's plan, or the second search's (stopped now) when it found a cheaper one, or one where
+    CBC found none; the model's values follow the plan taken."""
+    lp, child = searcher
+    child.stop()
+    found = prune.plan_of(fm, lp, child.plan, prune.SEARCHER_NAME)
+    if found is None or (res.ok and found.objective >= res.objective - 1e-6 * max(1.0, abs(res.objective))):
+        return res
+    screening.load_values(fm, found.values)
+    return dataclasses.replace(found, seconds=res.seconds)
 
 
 def _full_bound_s(fm) -> float:

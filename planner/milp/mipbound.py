@@ -40,6 +40,14 @@ not: the child writes its cheapest so far (PLAN_FILE), and when it is cheaper th
 planner plans that (prune.prover_plan reads it back onto the full model, checks every row and bound,
 and the independent verifier checks the plan as any other). 60 jobs seed 5, limit 60 s: the
 search's plan 1,029,532 $/yr, the prover's 1,020,745 (gap 4.27% -> 3.44%, the same bound).
+
+The same child also searches (start_search: HiGHS's heuristics on, no bound written), beside CBC,
+a shortlist too large for the screened search (above screening.MAX_COLUMNS: 200 generated jobs and
+more), where CBC alone searches: the two are each the better on some fleets (the shortlisted
+models of 200 generated jobs, 15 s each, $/yr CBC against HiGHS: seed 3 9,411,322 against 8,980,400,
+seed 4 7,962,709 against 7,992,686, seed 5 14,274,877 against 14,473,117), and the cheaper plan is
+the plan (app/planning.py). On a machine of two cores the search takes the prover's core until it
+ends; the prover starts then, on what time is left.
 """
 
 from __future__ import annotations
@@ -68,7 +76,8 @@ class Prover:
     in a child process for at most `seconds`; stop() ends it and reads its best dual bound and its
     cheapest plan (plan)."""
 
-    def __init__(self, arrays: dict, integer: list[bool], constant: float, seconds: float, presolve: bool):
+    def __init__(self, arrays: dict, integer: list[bool], constant: float, seconds: float, presolve: bool,
+                 search: bool = False):
         import numpy as np
 
         self.constant = constant
@@ -76,7 +85,7 @@ class Prover:
         path = os.path.join(self.folder, "model.npz")
         np.savez(path, integer=np.array(integer, dtype=bool), **arrays)
         self.proc = subprocess.Popen([sys.executable, "-m", "planner.milp.mipbound", path, f"{seconds:.3f}",
-                                      "on" if presolve else "off"],
+                                      "on" if presolve else "off", "search" if search else "bound"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         self.best: float | None = None
         self.plan: tuple[float, object] | None = None
@@ -155,23 +164,40 @@ def start(lp, seconds: float, lp_seconds: float) -> Prover | None:
     """A prover of the model whose LP relaxation is `lp` (relaxation.Relaxation), for at most
     `seconds`; None without one, on a machine with fewer than MIN_CORES cores, or with less than a
     second."""
-    if lp is None or (os.cpu_count() or 1) < MIN_CORES or seconds < 1.0:
+    if lp is None or cores() < MIN_CORES or seconds < 1.0:
         return None
     return Prover(lp.arrays, lp.integer, lp.constant, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds)
 
 
-def _prove(path: str, seconds: float, presolve: str) -> None:
-    """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE) and
-    each cheaper plan (PLAN_FILE)."""
+def start_search(lp, seconds: float) -> Prover | None:
+    """A second search of a shortlisted model whose LP relaxation is `lp`: HiGHS's branch and cut,
+    its heuristics on, beside CBC's search of the same model (app/planning.py), for at most
+    `seconds`; its cheapest plan is read as the prover's, and it writes no bound (a shortlist's
+    bound is none of the full model's). None where the prover's conditions (start) are not met."""
+    if lp is None or cores() < MIN_CORES or seconds < 1.0:
+        return None
+    return Prover(lp.arrays, lp.integer, lp.constant, seconds, presolve=True, search=True)
+
+
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _prove(path: str, seconds: float, presolve: str, mode: str = "bound") -> None:
+    """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE; mode
+    bound, heuristics off) and each cheaper plan (PLAN_FILE; mode search: heuristics as HiGHS sets
+    them, no bound written)."""
     import highspy
     import numpy as np
 
     m = np.load(path)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    for name, value in (("threads", 1), ("presolve", presolve), ("mip_heuristic_effort", 0.0),
-                        ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
+    bounding = mode == "bound"
+    for name, value in (("threads", 1), ("presolve", presolve), ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
         h.setOptionValue(name, value)
+    if bounding:
+        h.setOptionValue("mip_heuristic_effort", 0.0)
     n = len(m["cost"])
     h.addCols(n, m["cost"], m["lower"], m["upper"], 0, np.array([], dtype=np.int32),
               np.array([], dtype=np.int32), np.array([], dtype=float))
@@ -185,7 +211,7 @@ def _prove(path: str, seconds: float, presolve: str) -> None:
     improving = None  # the callback kind of a cheaper plan (set where highspy has callbacks)
 
     def report(value: float) -> None:
-        if math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
+        if bounding and math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
             best[0] = value
             with open(out + ".new", "w") as f:
                 f.write(repr(value))
@@ -216,4 +242,4 @@ def _prove(path: str, seconds: float, presolve: str) -> None:
 
 
 if __name__ == "__main__":
-    _prove(sys.argv[1], float(sys.argv[2]), sys.argv[3])
+    _prove(sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -241,22 +241,30 @@ def _fitted(v: pulp.LpVariable, x: float) -> float:
 
 def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
     """The prover's cheapest plan (mipbound.Prover.incumbent: each column of the full model's LP,
-    bound.lp) as a plan of the full model (bound.model), integers rounded: a SolveResult when it
-    meets every row and bound (screening.start_plan's check and objective), else None."""
-    if plan is None or bound.model is None or bound.lp is None:
+    bound.lp) as a plan of the full model (bound.model): plan_of."""
+    return plan_of(bound.model, bound.lp, plan, PROVER_NAME)
+
+
+def plan_of(model: fleet.FleetModel | None, lp, plan: tuple[float, object] | None, solver: str) -> SolveResult | None:
+    """A child's cheapest plan (mipbound.Prover.incumbent: each column of `lp`, model's LP
+    relaxation) as a plan of `model`, integers rounded: a SolveResult named `solver` when it meets
+    every row and bound (screening.start_plan's check and objective), else None."""
+    if plan is None or model is None or lp is None:
         return None
     x, values = plan[1], {}
-    for v in bound.model.prob.variables():
-        j = bound.lp.column.get(v.name)
+    for v in model.prob.variables():
+        j = lp.column.get(v.name)
         if j is None or j >= len(x):
             return None
         values[v.name] = float(_fitted(v, float(x[j])))
-    found = screening.start_plan(bound.model, values)  # (the model's own values untouched)
-    return None if found is None else dataclasses.replace(found, solver=PROVER_NAME)
+    found = screening.start_plan(model, values)  # (the model's own values untouched)
+    return None if found is None else dataclasses.replace(found, solver=solver)
 
 
 PROVER_NAME = "highs (branch and cut on every pair, beside cbc's search of a shortlist)"
 """the solver named in a plan that the prover found (prover_plan)"""
+SEARCHER_NAME = "highs (branch and cut on the shortlist, beside cbc's search of it)"
+"""the solver named in a plan that the second search of a shortlist found (mipbound.start_search)"""
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:
