@@ -180,6 +180,7 @@ def start_search(lp, seconds: float) -> Prover | None:
 
 
 def cores() -> int:
+    """the machine's cores (the search takes one, each child another)"""
     return os.cpu_count() or 1
 
 
