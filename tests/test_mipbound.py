@@ -165,7 +165,10 @@ def test_a_search_child_leaves_its_plan_and_writes_no_bound():
     arrays = {"cost": np.array([1.0]), "lower": np.array([0.0]), "upper": np.array([10.0]),
               "row_lower": np.array([1.5]), "row_upper": np.array([np.inf]), "starts": np.array([0], dtype=np.int32),
               "index": np.array([0], dtype=np.int32), "value": np.array([1.0])}
-    child = mipbound.Prover(arrays, [True], 0.0, 30.0, presolve=True, search=True)
+    from types import SimpleNamespace
+
+    lp = SimpleNamespace(arrays=arrays, integer=[True], constant=0.0, column={"x": 0})
+    child = mipbound.Prover(lp, 30.0, presolve=True, search=True)
     child.proc.wait(timeout=60)
     child.stop()
     assert child.plan is not None and child.plan[0] == pytest.approx(2.0) and list(child.plan[1]) == [2.0]

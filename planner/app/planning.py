@@ -141,14 +141,14 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     try:
         return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher)
     finally:
-        for child in (prover, searcher and searcher[1]):
+        for child in (prover, searcher):
             if child is not None:
                 child.stop()
 
 
 def _second_search(fm, b):
     """HiGHS's search of a large shortlist beside CBC's (mipbound.start_search), where CBC alone
-    searches it (above the screened search's size, screening.MAX_COLUMNS): (lp, child), or None. On a
+    searches it (above the screened search's size, screening.MAX_COLUMNS), or None. On a
     machine of two cores it takes the prover's core until CBC's search ends, and the prover starts
     then (_searched): on 200 generated jobs the plans, not the bound, leave most of the gap, and
     CBC's and HiGHS's searches are each the better on some. Measured and not taken: this search for
@@ -156,9 +156,7 @@ def _second_search(fm, b):
     a dearer plan, seed 4 2.19% -> 2.25%, seed 5 2.95% -> 2.72%)."""
     if not fm.pairs_pruned or b is None or fm.scenario.solver.name != "cbc" or len(fm.prob.variables()) <= screening.MAX_COLUMNS:
         return None
-    lp = relaxation(fm.prob)
-    child = mipbound.start_search(lp, b.left())
-    return None if child is None else (lp, child)
+    return mipbound.start_search(relaxation(fm.prob), b.left())
 
 
 def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None):
@@ -233,7 +231,7 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
                 searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
             found = prune.prover_plan(bound, prover.plan)
-            if found is not None and found.objective < res.objective - 1e-6 * max(1.0, abs(res.objective)):
+            if found is not None and prune.cheaper(found.objective, res.objective):
                 fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
                 screening.load_values(fm, res.values)
         measured = prune.against_full_model(res, bound, s.solver.gap)
@@ -244,10 +242,9 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
 def _cheaper(fm, res, searcher):
     """CBC's plan, or the second search's (stopped now) when it found a cheaper one, or one where
     CBC found none; the model's values follow the plan taken."""
-    lp, child = searcher
-    child.stop()
-    found = prune.plan_of(fm, lp, child.plan, prune.SEARCHER_NAME)
-    if found is None or (res.ok and found.objective >= res.objective - 1e-6 * max(1.0, abs(res.objective))):
+    searcher.stop()
+    found = prune.plan_of(fm, searcher.lp, searcher.plan, prune.SEARCHER_NAME)
+    if found is None or (res.ok and not prune.cheaper(found.objective, res.objective)):
         return res
     screening.load_values(fm, found.values)
     return dataclasses.replace(found, seconds=res.seconds)

@@ -72,18 +72,18 @@ each column's value (replaced whole each time)"""
 
 
 class Prover:
-    """HiGHS's branch and cut on the full model's LP (relaxation.Relaxation, integer columns marked)
-    in a child process for at most `seconds`; stop() ends it and reads its best dual bound and its
+    """HiGHS's branch and cut on a model's LP relaxation `lp` (relaxation.Relaxation: its arrays,
+    integer columns and objective constant; its columns name the plan's values, prune.plan_of) in a
+    child process for at most `seconds`; stop() ends it and reads its best dual bound and its
     cheapest plan (plan)."""
 
-    def __init__(self, arrays: dict, integer: list[bool], constant: float, seconds: float, presolve: bool,
-                 search: bool = False):
+    def __init__(self, lp, seconds: float, presolve: bool, search: bool = False):
         import numpy as np
 
-        self.constant = constant
+        self.lp, self.constant = lp, lp.constant
         self.folder = tempfile.mkdtemp(prefix="planner-bound-")
         path = os.path.join(self.folder, "model.npz")
-        np.savez(path, integer=np.array(integer, dtype=bool), **arrays)
+        np.savez(path, integer=np.array(lp.integer, dtype=bool), **lp.arrays)
         self.proc = subprocess.Popen([sys.executable, "-m", "planner.milp.mipbound", path, f"{seconds:.3f}",
                                       "on" if presolve else "off", "search" if search else "bound"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
@@ -166,7 +166,7 @@ def start(lp, seconds: float, lp_seconds: float) -> Prover | None:
     second."""
     if lp is None or cores() < MIN_CORES or seconds < 1.0:
         return None
-    return Prover(lp.arrays, lp.integer, lp.constant, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds)
+    return Prover(lp, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds)
 
 
 def start_search(lp, seconds: float) -> Prover | None:
@@ -176,7 +176,7 @@ def start_search(lp, seconds: float) -> Prover | None:
     bound is none of the full model's). None where the prover's conditions (start) are not met."""
     if lp is None or cores() < MIN_CORES or seconds < 1.0:
         return None
-    return Prover(lp.arrays, lp.integer, lp.constant, seconds, presolve=True, search=True)
+    return Prover(lp, seconds, presolve=True, search=True)
 
 
 def cores() -> int:

@@ -205,7 +205,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
         if res.bound is not None and res.bound > bound.objective:
             bound = dataclasses.replace(bound, objective=res.bound)
         if not (warm and res.ok and res.objective is not None and start.objective is not None
-                and res.objective < start.objective - 1e-6 * max(1.0, abs(start.objective))):
+                and cheaper(res.objective, start.objective)):
             return bound, better
         better, start_model, start = res, bound.model, res
         if end - time.perf_counter() < res.seconds:  # another root node would not end in time
@@ -259,6 +259,12 @@ def plan_of(model: fleet.FleetModel | None, lp, plan: tuple[float, object] | Non
         values[v.name] = float(_fitted(v, float(x[j])))
     found = screening.start_plan(model, values)  # (the model's own values untouched)
     return None if found is None else dataclasses.replace(found, solver=solver)
+
+
+def cheaper(cost: float, than: float) -> bool:
+    """Whether a plan of `cost` is cheaper than one of `than` by more than the solvers' tolerance (a
+    millionth of it): a plan found again, or rounded, is not taken for a cheaper one."""
+    return cost < than - 1e-6 * max(1.0, abs(than))
 
 
 PROVER_NAME = "highs (branch and cut on every pair, beside cbc's search of a shortlist)"
