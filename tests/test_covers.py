@@ -59,7 +59,7 @@ def test_two_options_cut_off_the_fractional_mix():
 
 def _lp_and_plan(s, with_cuts: bool, monkeypatch) -> tuple[float, float]:
     if not with_cuts:
-        monkeypatch.setattr(covers, "mir", lambda terms, b: [])
+        monkeypatch.setattr(covers, "mir_matrix", lambda a, b: ([], None))
     with deadline.budget(120):
         cat, opts = planning.prepare(s)
         fm = fleet.build(s, cat, opts)

@@ -128,3 +128,23 @@ def test_a_pairs_rise_bounds_the_lp_when_the_pair_is_forced_in_and_the_nearest_r
         assert len(kept) == min(prune.NEAREST, len(mine)) and kept <= widened[dk]
         left = [r for pair, r in mine.items() if pair not in kept]
         assert not left or max(mine[p] for p in kept) <= min(left)
+
+
+def test_the_lazy_full_models_separated_lp_is_the_lp_with_every_cut(shortlisted):
+    """The full model behind the bound holds its MIR cuts back and adds those its LP violates, round
+    after round (prune.separated): the same LP optimum as the model with every cut, on fewer rows,
+    no held cut violated at the end, and the LP handed to the prover is the model's own rows."""
+    s, cat, opts, short = shortlisted
+    bound = prune.full_model_bound(short)
+    full = bound.model
+    assert full.lazy and full.held_cuts
+    every = fleet.build(s, cat, opts, prune=False)
+    eager = relaxation(every.prob)
+    assert bound.objective == pytest.approx(eager.solve(), rel=1e-7)
+    held = sum(len(h.rhs) for h in full.held_cuts)
+    added = sum(int((~h.left).sum()) for h in full.held_cuts)
+    assert held == sum(1 for key in every.cuts if key[0] in ("cover-mir", "rental-mir"))
+    assert 0 < added < held and len(full.prob.constraints()) == len(every.prob.constraints()) - (held - added)
+    assert prune.covers.separate(full, bound.lp.point(), bound.lp.column) == []
+    fresh = relaxation(full.prob).arrays
+    assert all((fresh[k] == bound.lp.arrays[k]).all() for k in fresh)

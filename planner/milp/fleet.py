@@ -209,15 +209,16 @@ FAMILIES = (
 
 def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
           tight: bool = True, prune: bool = True, keep_pairs: dict | None = None,
-          years: bool | None = None, until: float | None = None) -> FleetModel:
+          years: bool | None = None, until: float | None = None, lazy: bool = False) -> FleetModel:
     """The fleet MILP for a scenario, its catalog and its options (see the module docstring):
     years 1..horizon_years with the NPV objective when the scenario is multi-year (or years=True),
     else year 1 with the yearly cost. prune=False instantiates every pair (no shortlist),
-    keep_pairs adds pairs to a shortlist. until (time.monotonic()): SolverError when the build is
+    keep_pairs adds pairs to a shortlist; lazy holds the MIR cuts back until an LP violates them
+    (registry.Registry.lazy, covers.separate). until (time.monotonic()): SolverError when the build is
     still under way then (checked between constraint families, as the command's budget is)."""
     multi = scenario.multi_year if years is None else years
     fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet_years" if multi else "fleet", pulp.LpMinimize),
-                    elastic=elastic, tight=tight, prune=prune, keep_pairs=keep_pairs, npv=multi,
+                    elastic=elastic, tight=tight, prune=prune, keep_pairs=keep_pairs, npv=multi, lazy=lazy,
                     years=list(range(1, scenario.horizon_years + 1)) if multi else [1])
     for done, define in enumerate(FAMILIES):
         if done and deadline.left() <= 0 and (deadline.current().step or "").startswith(("solve", "bound")):

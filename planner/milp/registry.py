@@ -49,6 +49,11 @@ class Registry:
     """share of a serving demand's users on a hosted API: (demand, api offer[, year]) -> a in [0, 1]"""
     unserved: dict = field(default_factory=dict, kw_only=True)
     slack: dict = field(default_factory=dict, kw_only=True)
+    lazy: bool = field(default=False, kw_only=True)
+    """hold the MIR cuts back (covers.py: Held) until an LP point violates one (covers.separate): the
+    full model behind a shortlist's bound (prune.py), whose LP most of them never bind"""
+    held_cuts: list = field(default_factory=list, kw_only=True)
+    """the cuts held back (covers.Held), when lazy"""
     rows: dict = field(default_factory=dict, kw_only=True)
     cuts: list = field(default_factory=list, kw_only=True)
     """keys of rows that are valid inequalities (<= rows that tighten the LP relaxation, never

@@ -90,6 +90,37 @@ class Relaxation:
         self._h = h
         self.solves = 0
 
+    def add_rows(self, constraints: list) -> None:
+        """Rows added to the LP (and to arrays, for mipbound.py): the cuts a separation round found
+        violated (covers.separate). Their variables are columns of the LP already."""
+        import numpy as np
+
+        if not constraints:
+            return
+        a, inf = self.arrays, self._hs.kHighsInf
+        starts, index, value, lower, upper = [], [], [], [], []
+        for c in constraints:
+            starts.append(len(a["index"]) + len(index))
+            for v, x in c.items():
+                if x:
+                    index.append(self.column[v.name])
+                    value.append(x)
+            lb, ub = c.getLb(), c.getUb()
+            lower.append(-inf if lb is None else lb)
+            upper.append(inf if ub is None else ub)
+        local = np.array(starts, dtype=np.int32) - len(a["index"])
+        self._h.addRows(len(lower), np.array(lower, dtype=float), np.array(upper, dtype=float), len(index), local,
+                        np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        for key, more, kind in (("row_lower", lower, float), ("row_upper", upper, float),
+                                ("starts", starts, np.int32), ("index", index, np.int32), ("value", value, float)):
+            a[key] = np.concatenate([a[key], np.array(more, dtype=kind)])
+
+    def point(self):
+        """the last LP's value of every column (numpy, in column order)"""
+        import numpy as np
+
+        return np.asarray(self._h.getSolution().col_value)
+
     def fix(self, var: pulp.LpVariable, low: float, up: float | None) -> None:
         """var's bounds in the LP (up None: none)"""
         self._h.changeColBounds(self.column[var.name], low, self._hs.kHighsInf if up is None else up)
@@ -122,6 +153,15 @@ class Relaxation:
         variable at its lower bound is raised; a basic variable's is 0)"""
         dual = self._h.getSolution().col_dual
         return [dual[self.column[v.name]] for v in variables]
+
+
+def available() -> bool:
+    """whether highspy can be imported (relaxation returns an LP)"""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def relaxation(prob: pulp.LpProblem) -> Relaxation | None:
