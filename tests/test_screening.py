@@ -135,6 +135,18 @@ def test_nothing_below_the_cutoff_proves_the_first_plan_optimal(alone, monkeypat
         res = screening.search(_model(), time_limit_s=120)
     assert res.status == "optimal" and res.gap == pytest.approx(0.001)
     assert res.objective >= alone.objective * (1 - 1e-6) and res.values
+    assert res.solver == screening.FIRST_NAME  # step 3's plan (HiGHS's), named so
+
+
+def test_a_solve_by_another_engine_reads_its_bound_with_the_objectives_constant(alone):
+    """solve(engine="highs") on a model whose scenario asks for CBC: HiGHS's plan, and its dual
+    bound (the objective's constant added back) below the plan and within the gap asked of it."""
+    with deadline.budget(300):
+        fm = _model()
+        res = solve(fm, time_limit_s=120, gap=0.01, engine="highs")
+    assert fm.scenario.solver.name == "cbc" and res.solver == "highs" and res.ok
+    assert res.objective == pytest.approx(alone.objective, rel=0.011)
+    assert res.bound is not None and res.objective * (1 - 0.0101) <= res.bound <= res.objective * (1 + 1e-9)
 
 
 def test_a_final_search_stopped_by_the_clock_leaves_a_feasible_plan_with_its_gap(alone, monkeypatch):

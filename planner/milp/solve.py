@@ -153,18 +153,20 @@ def _node_limited(base: type) -> type:
 
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
           mip: bool = True, max_nodes: int | None = None, warm: bool = False,
-          cutoff: float | None = None) -> SolveResult:
+          cutoff: float | None = None, engine: str | None = None) -> SolveResult:
     """warm: start CBC's search from the variables' initial values (LpVariable.setInitialValue),
     a known plan it may improve on (milp/prune.py); other solvers start cold. cutoff (CBC): the
     search drops every node whose bound is above it, as if a plan of that cost were known
-    (milp/screening.py); a model with no plan below it comes back infeasible."""
+    (milp/screening.py); a model with no plan below it comes back infeasible. engine: the solver
+    (SOLVERS) for this solve, in place of the scenario's (solver.name)."""
     cfg = fm.scenario.solver
+    engine = engine or cfg.name
     limit = time_limit_s or cfg.time_limit_s
     left = deadline.left()  # the whole command's wall-clock budget (data.deadline)
     budgeted = left < limit
     if budgeted:
         limit = max(left, 0.0)
-    solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, cfg.name, max_nodes)
+    solver, name = make_solver(limit, cfg.gap if gap is None else gap, cfg.threads, mip, engine, max_nodes)
     start = time.perf_counter()
     if _constant_row_violated(fm):
         return SolveResult("infeasible", 0.0, None, None, name)
@@ -173,15 +175,15 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
         return SolveResult("not-solved", 0.0, None, None, name, cut_short=True)
     log = order = None
     try:
-        if cfg.name == "cbc":
+        if engine == "cbc":
             log = _log_file()
             solver.optionsDict["logPath"] = log
-        if mip and cfg.name == "cbc":
+        if mip and engine == "cbc":
             solver.optionsDict["warmStart"] = warm
             if cutoff is not None:
                 solver.options = [*solver.options, f"cutoff {cutoff!r}"]
             order = _spare_search(fm, solver, name)
-        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted)
+        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted, engine)
     finally:
         for path in (log, order):
             if path:
@@ -280,9 +282,10 @@ def _proved_infeasible(log: str | None) -> bool:
         return False
 
 
-def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False) -> SolveResult:
+def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False,
+            engine: str = "cbc") -> SolveResult:
     try:
-        with stdout_silenced(cfg.name == "highs"):
+        with stdout_silenced(engine == "highs"):
             try:
                 fm.prob.solve(solver)
             except (pulp.PulpSolverError, OSError, ValueError, IndexError):
@@ -305,12 +308,12 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budge
     if budgeted and status not in ("optimal", "infeasible", "unbounded") and seconds >= limit - 0.5:
         deadline.cut(deadline.current().step or "a solve")  # the budget, not the search, ended it
     if status not in OK:
-        raw = cbc_bound(log)
+        raw = cbc_bound(log) if log else _highs_bound(fm) if mip else None
         return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5,
                            bound=raw if raw is not None and math.isfinite(raw) else None)
     objective = pulp.value(fm.prob.objective) or 0.0
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
-    bound = cbc_bound(log)
+    bound = cbc_bound(log) if log else _highs_bound(fm) if mip else None
     if bound is not None and not (math.isfinite(bound) and bound <= objective + 1e-6 * max(1.0, abs(objective))):
         bound = None  # no usable bound in the log (none found, or one above the solution: not a bound)
     # the solver calls a search "optimal" once it is within the relative gap asked for: report that bound
@@ -319,7 +322,7 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budge
     elif bound is not None and objective > 0:
         gap_value = max(0.0, (objective - bound) / abs(objective))  # the search's own bound, after its cuts
     else:
-        gap_value = _gap(fm, objective)
+        gap_value = _gap(fm, objective, engine)
     return SolveResult(status, seconds, gap_value, objective, name, values, cut_short=cut_short, bound=bound)
 
 
@@ -335,7 +338,17 @@ def _constant_row_violated(fm: FleetModel) -> bool:
     return False
 
 
-def _gap(fm: FleetModel, objective: float) -> float | None:
+def _highs_bound(fm: FleetModel) -> float | None:
+    """HiGHS's best bound on the objective after a MILP solve through PuLP (its dual bound, the
+    objective's constant added: PuLP does not hand HiGHS the constant), or None."""
+    try:
+        value = fm.prob.solverModel.getInfo().mip_dual_bound
+    except AttributeError:
+        return None
+    return value + (fm.prob.objective.constant or 0.0) if math.isfinite(value) else None
+
+
+def _gap(fm: FleetModel, objective: float, engine: str | None = None) -> float | None:
     """Relative gap against the LP relaxation's bound (CBC's own bound does not reach PuLP):
     an upper estimate of the true gap. Values were read before this re-solve."""
     if deadline.left() <= 0:
@@ -343,8 +356,9 @@ def _gap(fm: FleetModel, objective: float) -> float | None:
         return None
     try:
         cfg = fm.scenario.solver
-        solver, _ = make_solver(min(cfg.time_limit_s, deadline.left()), 0.0, cfg.threads, mip=False, name=cfg.name)
-        with stdout_silenced(cfg.name == "highs"):
+        engine = engine or cfg.name
+        solver, _ = make_solver(min(cfg.time_limit_s, deadline.left()), 0.0, cfg.threads, mip=False, name=engine)
+        with stdout_silenced(engine == "highs"):
             fm.prob.solve(solver)
         bound = pulp.value(fm.prob.objective)
     except Exception:
