@@ -125,8 +125,8 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
     HiGHS searches the shortlist in a child (mipbound.start_search) while CBC does; CBC ending with
     no plan (as on a large fleet in its time), the child's plan is the plan, named as its, verified
     (make_plan), measured against the full bound; on two cores the full-model prover starts once the
-    search is done (the second core was the search's), with three beside it; a search child writes
-    no bound."""
+    search is done (the second core was the search's), with three as soon as the full LP is solved,
+    beside both searches; a search child writes no bound."""
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
     real_start = mipbound.start_search
@@ -142,19 +142,19 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
 
     monkeypatch.setattr(screening, "search", nothing)
     monkeypatch.setattr(mipbound, "start_search", searcher)
-    monkeypatch.setattr(mipbound, "start", lambda *a: provers.append(searchers[-1].proc is None))  # (stopped yet?)
+    monkeypatch.setattr(mipbound, "start", lambda *a: provers.append((len(searchers), searchers[-1].proc is None)))
     monkeypatch.setattr(mipbound, "cores", lambda: 2)
     s = load_scenario(SCENARIOS / "choose-go.yaml")
     with deadline.budget(60):
         plan = planning.make_plan(s, explain="none")
     assert len(searchers) == 1 and searchers[0] is not None and searchers[0].proc is None  # stopped
     assert plan["solver"]["name"] == prune.SEARCHER_NAME and plan["status"] in ("optimal", "feasible")
-    assert plan["solver"]["gap"] is not None and provers == [True]  # once the search's core is free
+    assert plan["solver"]["gap"] is not None and provers == [(1, True)]  # once the search's core is free
     assert searchers[0].best is None  # (no bound read from a shortlist's search)
     monkeypatch.setattr(mipbound, "cores", lambda: 3)
     with deadline.budget(60):
         planning.make_plan(s, explain="none")
-    assert len(searchers) == 2 and provers[1] is False  # beside the searches
+    assert len(searchers) == 2 and provers[1][0] == 1  # started before the second search, beside it
 
 
 def test_a_search_child_leaves_its_plan_and_writes_no_bound():
@@ -173,3 +173,26 @@ def test_a_search_child_leaves_its_plan_and_writes_no_bound():
     child.stop()
     assert child.plan is not None and child.plan[0] == pytest.approx(2.0) and list(child.plan[1]) == [2.0]
     assert child.best is None
+
+
+def test_beside_a_screened_search_the_prover_starts_once_the_full_lp_is_solved(monkeypatch):
+    """A shortlist the screened search takes (no second search to share the second core): the
+    prover starts as soon as the full model's LP is solved, before the shortlist is rebuilt with
+    the LP's pairs, so it gets that time too."""
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(screening, "MIN_COLUMNS", 0)
+    monkeypatch.setattr(screening, "MIN_COLUMNS_PURCHASES", 0)
+    monkeypatch.setattr(mipbound, "cores", lambda: 2)
+    events = []
+    real_build, real_start = planning.model.build, mipbound.start
+    def build(*a, **k):
+        events.append("full" if k.get("prune") is False else "widened" if "keep_pairs" in k else "shortlist")
+        return real_build(*a, **k)
+
+    monkeypatch.setattr(planning.model, "build", build)
+    monkeypatch.setattr(mipbound, "start", lambda *a: events.append("prover") or real_start(*a))
+    s = load_scenario(SCENARIOS / "choose-go.yaml")
+    with deadline.budget(60):
+        plan = planning.make_plan(s, explain="none")
+    assert plan["status"] in ("optimal", "feasible") and plan["solver"]["gap"] is not None
+    assert events[:4] == ["shortlist", "full", "prover", "widened"]

@@ -124,26 +124,37 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                                               or _full_bound_s(fm) > BOUND_STEP_SHARE * b.left()):
         deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
         bound = prune.FullBound(None, {}, 0)
-    elif fm.pairs_pruned:  # a shortlist: widen it with the full LP's pairs, measure against its bound
-        deadline.step("bound")
-        bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
-        deadline.step("solve")
-        if bound.objective is not None:
-            screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
-            fm = model.build(s, cat, opts, keep_pairs=bound.widened(screened))
-            if screened and not screening.eligible(fm):
-                fm = model.build(s, cat, opts, keep_pairs=bound.support)
-    b = deadline.current()
-    searcher = _second_search(fm, b)
-    prover = mipbound.start(bound.lp, b.left(), bound.lp_seconds) \
-        if b is not None and bound is not None and bound.objective is not None \
-        and (searcher is None or mipbound.cores() >= 3) else None  # the full model's bound raised apart
+    prover = searcher = None
     try:
+        if fm.pairs_pruned and bound is None:  # a shortlist: widen it with the full LP's pairs, measure against its bound
+            deadline.step("bound")
+            bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
+            deadline.step("solve")
+            if bound.objective is not None:
+                screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
+                if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
+                    prover = _prover(bound)
+                fm = model.build(s, cat, opts, keep_pairs=bound.widened(screened))
+                if screened and not screening.eligible(fm):
+                    fm = model.build(s, cat, opts, keep_pairs=bound.support)
+        b = deadline.current()
+        searcher = _second_search(fm, b) if prover is None or mipbound.cores() >= 3 else None
+        if prover is None and bound is not None and (searcher is None or mipbound.cores() >= 3):
+            prover = _prover(bound)  # the full model's bound raised apart
         return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher)
     finally:
         for child in (prover, searcher):
             if child is not None:
                 child.stop()
+
+
+def _prover(bound):
+    """The prover of the full model's bound (mipbound.start) for the time left, or None: no bound,
+    no budget, or no core for it."""
+    b = deadline.current()
+    if b is None or bound.objective is None:
+        return None
+    return mipbound.start(bound.lp, b.left(), bound.lp_seconds)
 
 
 def _second_search(fm, b):
