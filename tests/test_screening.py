@@ -174,3 +174,26 @@ def test_a_warm_start_that_is_a_plan_is_the_incumbent_and_one_that_breaks_a_row_
         bought = next(v for v in fm.p.values() if (v.varValue or 0) >= 1)
         bought.setInitialValue(0)  # one system fewer than the plan needs: a row is broken
         assert screening.start_plan(fm) is None
+
+
+def test_the_final_search_starts_from_the_first_plan_unless_node_limited(monkeypatch):
+    """Step 5 (CBC with the cutoff) gets the incumbent as its start (warm, the model's values at
+    it), so its improvement heuristics have a plan to search around; an explanation's node-limited
+    re-plan (max_nodes) starts cold, as before."""
+    real, calls = screening.solve, []
+
+    def spy(fm, *args, cutoff=None, **kwargs):
+        if cutoff is not None:
+            values = {v.name: v.varValue for v in fm.prob.variables()}
+            calls.append((kwargs.get("warm"), kwargs.get("max_nodes"), values))
+        return real(fm, *args, cutoff=cutoff, **kwargs)
+
+    monkeypatch.setattr(screening, "solve", spy)
+    with deadline.budget(300):
+        screening.search(_model(), time_limit_s=120)
+        screening.search(_model(), time_limit_s=120, max_nodes=300)
+    (warm, nodes, values), (warm_limited, _, _) = calls
+    assert warm is True and nodes is None and warm_limited is False
+    fm = _model()
+    first = screening.start_plan(fm, values)  # the start handed to CBC is a plan of the model
+    assert first is not None and first.objective > 0
