@@ -182,3 +182,23 @@ def test_a_budget_that_runs_out_while_the_model_is_built_ends_in_exit_4_with_the
         planning.make_plan(_bank(), explain=False)
     assert str(exc.value).startswith("no plan within the time limit of "), str(exc.value)
     assert "building the options and the MILP used it all" in str(exc.value)
+
+
+def test_the_time_limit_counts_from_the_commands_start(plan_cli, monkeypatch):
+    """--time-limit covers the whole command, its start-up (the imports) included: a command that
+    had spent its limit before the scenario was read ends in exit 4 at once, where the same
+    scenario with the limit counted from the file's reading is planned."""
+    import planner.cli as cli
+
+    class Late:
+        @staticmethod
+        def monotonic():
+            return time.monotonic() - 30.0  # the command began 30 s ago
+
+    monkeypatch.setattr(cli, "time", Late)
+    res = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--time-limit", "20", "--quiet")
+    assert res.code == 4 and res.out == "", res.err
+    assert res.err.startswith("error: no plan within the time limit of 20 s"), res.err
+    monkeypatch.undo()
+    again = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--time-limit", "20", "--quiet")
+    assert again.code == 0 and cli.started() is None  # (the start is the first plan's, taken once)

@@ -58,10 +58,12 @@ def load_with_measurements(path: str | Path, measurements: tuple[str, ...] = ())
 
 
 def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None,
-              explain: str = "full", solver: str | None = None, measurements: tuple[str, ...] = ()) -> dict:
-    """The plan for a scenario file; its time limit counts from before the file is read (2,000 jobs
-    take seconds to parse and check), and covers the verification."""
-    start = time.monotonic()
+              explain: str = "full", solver: str | None = None, measurements: tuple[str, ...] = (),
+              start: float | None = None) -> dict:
+    """The plan for a scenario file; its time limit counts from `start` (time.monotonic(); the
+    command's start, planner.cli.started) or from before the file is read (2,000 jobs take seconds
+    to parse and check), and covers the verification."""
+    start = time.monotonic() if start is None else start
     s = load_with_measurements(path, measurements)
     with deadline.budget(time_limit_s or s.solver.time_limit_s, start=start):
         return plan_scenario(s, catalog_paths, time_limit_s, explain, solver)

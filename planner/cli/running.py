@@ -12,7 +12,7 @@ from typing import Callable
 
 import typer
 
-from planner.cli import tables
+from planner.cli import started, tables
 from planner.cli.progress import Ticker
 from planner.data.errors import InfeasibleError, InputError, Problem
 
@@ -52,7 +52,7 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
     try:
         with Ticker(f"planning {req.scenario.name}", req.quiet, steps="options, solve, explanations"):
             plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s, explain=req.explain,
-                             solver=req.solver, measurements=req.measurements)
+                             solver=req.solver, measurements=req.measurements, start=started())
     except InfeasibleError as exc:
         if req.fmt == "json":
             write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),

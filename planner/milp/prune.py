@@ -1,7 +1,9 @@
 """Large scenarios: the shortlist (options/shortlist.py) keeps the MILP small, and this module keeps
 it honest.
 
-The full model (every candidate pair) is built and its LP relaxation solved: that is cheap, and
+The full model (every candidate pair) is built, its MIR cuts held back, and its LP relaxation
+solved with the cuts it violates added round after round (separated, covers.separate): that is
+cheap, and
   - its objective is a valid lower bound on the cost of every plan the scenario allows, so the
     shortlisted plan's gap is measured against it (the plan says "optimal" only when that gap is
     within solver.gap, otherwise "feasible" with the gap);
