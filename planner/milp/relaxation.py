@@ -72,28 +72,16 @@ class Relaxation:
         cost = np.array([prob.objective.get(v, 0.0) for v in variables], dtype=float)
         empty = np.array([], dtype=np.int32)
         h.addCols(len(variables), cost, lower, upper, 0, empty, empty, np.array([], dtype=float))
-        starts, index, value, row_lower, row_upper = [], [], [], [], []
-        for c in prob.constraints():
-            starts.append(len(index))
-            for v, a in c.items():
-                if a:
-                    index.append(self.column[v.name])
-                    value.append(a)
-            lb, ub = c.getLb(), c.getUb()
-            row_lower.append(-inf if lb is None else lb)
-            row_upper.append(inf if ub is None else ub)
-        self.arrays = {"cost": cost, "lower": lower, "upper": upper, "row_lower": np.array(row_lower, dtype=float),
-                       "row_upper": np.array(row_upper, dtype=float), "starts": np.array(starts, dtype=np.int32),
-                       "index": np.array(index, dtype=np.int32), "value": np.array(value, dtype=float)}
-        """the LP as HiGHS was given it (columns, then rows in compressed form): mipbound.py's input"""
-        a = self.arrays
-        h.addRows(len(row_lower), a["row_lower"], a["row_upper"], len(index), a["starts"], a["index"], a["value"])
         self._h = h
+        none = {"starts": np.int32, "index": np.int32, "value": float, "row_lower": float, "row_upper": float}
+        self.arrays = {"cost": cost, "lower": lower, "upper": upper, **{k: np.array([], dtype=t) for k, t in none.items()}}
+        """the LP as HiGHS was given it (columns, then rows in compressed form): mipbound.py's input"""
+        self.add_rows(prob.constraints())
         self.solves = 0
 
     def add_rows(self, constraints: list) -> None:
-        """Rows added to the LP (and to arrays, for mipbound.py): the cuts a separation round found
-        violated (covers.separate). Their variables are columns of the LP already."""
+        """Rows added to the LP (and to arrays, for mipbound.py): the model's, then the cuts a
+        separation round found violated (covers.separate). Their variables are columns of the LP."""
         import numpy as np
 
         if not constraints:
