@@ -25,9 +25,10 @@ first plan after 5 s). This module gives it one, and a smaller model:
    the optimum. Its improvement heuristics (RINS, DINS, VND: solve.CBC_OPTIONS) search around a
    plan, which the cutoff alone does not give them: benchmarks/milp.py's 60 generated jobs, limit
    10 s, --explain none (seeds 3-8, one draw each), plans cheaper on four, dearer on one (seed 7,
-   0.17%): seed 6 2,250,223 -> 2,239,183 $/yr, seed 3 2,170,599 -> 2,168,234. Not in the
-   explanations' node-limited re-plans (max_nodes), unless they start warm: there it made them
-   slower (15 generated N+1 jobs, seed 4: the whole command 8.6 -> 9.6 s, three draws each).
+   0.17%): seed 6 2,250,223 -> 2,239,183 $/yr, seed 3 2,170,599 -> 2,168,234. The explanations'
+   node-limited re-plans (max_nodes) start cold as before, unless they start warm: with the start
+   there too, 15 generated N+1 jobs (seed 4) took 9.6 s for the whole command against 8.6 s (three
+   draws each), a cost not settled against this machine's spread and not taken.
 
 Valid bound: a plan that uses a closed pool (or leaves an opened one unused) costs more than C,
 so every plan cheaper than C is a plan of the screened model; the least of CBC's bound on the
