@@ -41,6 +41,22 @@ def test_every_cut_holds_at_every_integer_point_of_its_row(seed):
                 assert sum(c * value[v] for c, v in cut) >= rhs - 1e-9, (coefs, b, point, cut, rhs)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_the_vectorised_cuts_a_lazy_model_holds_are_the_cuts_it_writes(seed):
+    """mir_matrix (numpy, the cuts a lazy model holds back) gives mir's cuts (the rows a model
+    writes whole): the same right sides, the same coefficients, zeros where mir drops a term."""
+    rng = random.Random(seed)
+    coefs = [rng.choice([7, 13, 21, 40, 64, 100, 184, 300, 450.5]) for _ in range(rng.randint(1, 6))]
+    b = rng.choice([rng.randint(50, 700), 333.3])
+    _, terms = _row(coefs)
+    rhs, matrix = covers.mir_matrix(coefs, b)
+    cuts = covers.mir(terms, b)
+    assert rhs == [r for r, _ in cuts]
+    for row, (_, cut) in zip(matrix, cuts):
+        got = {v.name: c for c, v in cut}
+        assert [got.get(v.name, 0.0) for _, v in terms] == pytest.approx(list(row), abs=1e-9)
+
+
 def test_one_option_rounds_up_to_whole_replicas():
     # 300 users on replicas of 64: the row alone lets the LP hold 4.69 replicas, the cut 5
     _, terms = _row([64])
@@ -59,7 +75,7 @@ def test_two_options_cut_off_the_fractional_mix():
 
 def _lp_and_plan(s, with_cuts: bool, monkeypatch) -> tuple[float, float]:
     if not with_cuts:
-        monkeypatch.setattr(covers, "mir_matrix", lambda a, b: ([], None))
+        monkeypatch.setattr(covers, "mir", lambda terms, b: [])
     with deadline.budget(120):
         cat, opts = planning.prepare(s)
         fm = fleet.build(s, cat, opts)

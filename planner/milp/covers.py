@@ -77,16 +77,16 @@ from dataclasses import dataclass
 import pulp
 
 from planner.milp import pooling
-from planner.milp.rows import y_of
+from planner.milp.rows import affine, y_of
 
 EPS = 1e-9
 
 
 def mir_matrix(a, b: float):
-    """The nontrivial MIR cuts of sum a x >= b over nonnegative integers x, one per distinct
-    coefficient 0 < a < b as the divisor, in increasing order of it: (right sides, a matrix of one
-    row of coefficients per cut, over a's columns). Vectorised: a pool's aggregate cover has a
-    term per configuration and offer (hundreds), and as many divisors."""
+    """mir's cuts of sum a x >= b vectorised, for the cuts a lazy model holds back: (right sides,
+    a numpy matrix of one row of coefficients per cut, over a's columns, zeros kept). A pool's
+    aggregate cover has a term per configuration and offer (hundreds), and as many divisors:
+    200 generated jobs' full model, 2 s of mir's loops (tests/test_covers.py holds the two equal)."""
     import numpy as np
 
     a = np.asarray(a, dtype=float)
@@ -103,9 +103,24 @@ def mir_matrix(a, b: float):
 
 def mir(terms: list[tuple[float, pulp.LpVariable]], b: float) -> list[tuple[float, list]]:
     """(right side, [(coefficient, variable)]) of each nontrivial MIR cut of sum a x >= b over
-    nonnegative integers x (mir_matrix), terms of coefficient 0 dropped."""
-    rhs, coef = mir_matrix([a for a, _ in terms], b)
-    return [(r, [(float(c), v) for c, (_, v) in zip(row, terms) if c > EPS]) for r, row in zip(rhs, coef)]
+    nonnegative integers x, one per distinct coefficient 0 < a < b as the divisor (in increasing
+    order of it), terms of coefficient 0 dropped. Pure Python: the rows of a model written whole
+    (a plan's own model) need no numpy, whose import is a tenth of a small plan's time."""
+    out = []
+    for delta in sorted({a for a, _ in terms if EPS < a < b - EPS}):
+        beta = b / delta
+        f = beta - math.floor(beta)
+        if f < 1e-6 or f > 1 - 1e-6:  # b a multiple of delta: the cut is the row scaled
+            continue
+        cut = []
+        for a, v in terms:
+            q = a / delta
+            fj = q - math.floor(q)
+            coef = math.floor(q) + min(fj, f) / f
+            if coef > EPS:
+                cut.append((coef, v))
+        out.append((math.ceil(beta), cut))
+    return out
 
 
 @dataclass
@@ -123,18 +138,21 @@ class Held:
     columns: object = None  # numpy int: the variables' columns in the LP separated (set on first use)
 
 
-def _cuts(fm, family: str, entity: tuple, variables: list, rhs: list, coef) -> None:
-    """Cut k (row k of coef over variables, >= rhs[k]) registered as (family, (*entity, k)): a row
-    of the model, or held back in a lazy model (Held)."""
-    if not rhs:
+def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = False) -> None:
+    """The MIR cuts of sum a x >= b over terms [(a, x)] (with cover, the row itself first), cut k
+    registered as (family, (*entity, k)): rows of the model, or held back in a lazy model (Held)."""
+    if not fm.lazy:
+        for k, (rhs, cut) in enumerate([(b, terms)] * cover + mir(terms, b)):
+            fm.add(family, (*entity, k), affine((-c, v) for c, v in cut) <= -rhs, cut=True)
         return
-    if fm.lazy:
-        import numpy as np
+    import numpy as np
 
-        fm.held_cuts.append(Held(family, entity, variables, rhs, coef, np.ones(len(rhs), dtype=bool)))
-        return
-    for k, r in enumerate(rhs):
-        _row(fm, family, (*entity, k), r, coef[k], variables)
+    a = [c for c, _ in terms]
+    rhs, coef = mir_matrix(a, b)
+    if cover:
+        rhs, coef = [b, *rhs], np.vstack([a, coef])
+    if rhs:
+        fm.held_cuts.append(Held(family, entity, [v for _, v in terms], rhs, coef, np.ones(len(rhs), dtype=bool)))
 
 
 def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list) -> None:
@@ -202,14 +220,10 @@ def define_cover_cuts(fm) -> None:
             row = fm.rows.get(("demand", (dk, t)))
             terms = _integer_cover(row) if row is not None else None
             if terms:
-                _cuts(fm, "cover-mir", (dk, t), [v for _, v in terms], *mir_matrix([a for a, _ in terms], -row.constant))
+                _cuts(fm, "cover-mir", (dk, t), terms, -row.constant)
                 rental = None if fm.pairs_pruned else _rental_cover(fm, dk, t, terms)
                 if rental:  # the cover itself (its clipping: one rented system may serve everyone), and its MIRs
-                    import numpy as np
-
-                    b, a = -row.constant, [c for c, _ in rental]
-                    rhs, coef = mir_matrix(a, b)
-                    _cuts(fm, "rental-mir", (dk, t), [v for _, v in rental], [b, *rhs], np.vstack([a, coef]))
+                    _cuts(fm, "rental-mir", (dk, t), rental, -row.constant, cover=True)
     pools: dict[tuple, list] = {}
     for key, ms in sorted(pooling.members(fm).items()):
         pools.setdefault((key[0], key[3]), []).append((key, ms))
@@ -221,5 +235,4 @@ def define_cover_cuts(fm) -> None:
             continue  # an API or unserved share: the aggregate cover does not hold
         users = {v.name: a for r in rows for v, a in r.expr.items()}
         terms = [(max(users.get(v.name, 0.0) for _, _, v in ms), fm.yp[key]) for key, ms in keys]
-        _cuts(fm, "cover-mir", (p, t), [v for _, v in terms],
-              *mir_matrix([a for a, _ in terms], sum(-r.constant for r in rows)))
+        _cuts(fm, "cover-mir", (p, t), terms, sum(-r.constant for r in rows))
