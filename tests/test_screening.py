@@ -5,6 +5,7 @@ that every cheaper plan leaves unused, and report a plan it could not prove as f
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
@@ -190,9 +191,12 @@ def test_the_final_search_starts_from_the_first_plan_unless_node_limited(monkeyp
 
     monkeypatch.setattr(screening, "solve", spy)
     with deadline.budget(300):
-        screening.search(_model(), time_limit_s=120)
+        started = time.perf_counter()
+        res = screening.search(_model(), time_limit_s=120)
+        took = time.perf_counter() - started
         screening.search(_model(), time_limit_s=120, max_nodes=300)
     (warm, nodes, values), (warm_limited, _, _) = calls
+    assert 0 < res.seconds <= took  # (the search's own time, as the plan reports it)
     assert warm is True and nodes is None and warm_limited is False
     fm = _model()
     first = screening.start_plan(fm, values)  # the start handed to CBC is a plan of the model

@@ -149,10 +149,10 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
         with _pools_fixed(opens, _screen(lp, opens, keys, above)):
-            start = warm or max_nodes is None  # (the plan's own search: step 5 starts from the incumbent)
-            if start:
+            from_first = warm or max_nodes is None  # (the plan's own search: step 5 starts from the incumbent)
+            if from_first:
                 load_values(fm, found.values)
-            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=start)
+            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=from_first)
     return _total(_best(fm, found, final, root, gap), start)
 
 
