@@ -196,3 +196,18 @@ def test_beside_a_screened_search_the_prover_starts_once_the_full_lp_is_solved(m
         plan = planning.make_plan(s, explain="none")
     assert plan["status"] in ("optimal", "feasible") and plan["solver"]["gap"] is not None
     assert events[:4] == ["shortlist", "full", "prover", "widened"]
+
+
+def test_a_child_past_its_time_limit_is_ended_by_the_kernel_whatever_it_is_doing():
+    """A child stuck where HiGHS checks no clock (here: asleep) still ends once its limit and
+    OVERRUN_S have passed (SIGALRM), so a prover never outlives its time by minutes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    child = subprocess.run([sys.executable, "-c", "import time; from planner.milp.mipbound import _watchdog; "
+                            "_watchdog(0.5); time.sleep(60)"], timeout=30)
+    assert child.returncode == -signal.SIGALRM
+    assert time.monotonic() - started < 0.5 + mipbound.OVERRUN_S + 5

@@ -184,10 +184,34 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+OVERRUN_S = 2.0
+"""how far past its time limit a child may run before the kernel ends it (_watchdog)"""
+
+
+def _watchdog(seconds: float) -> None:
+    """The child ends past its time limit, or with the planner, whatever HiGHS is doing: SIGALRM
+    (its default action ends the process) OVERRUN_S after the limit, and on Linux SIGKILL when the
+    parent dies (PR_SET_PDEATHSIG). HiGHS checks its own limit and the callback the parent only
+    between steps: a stand-alone prover of 200 generated jobs given 12 s ran 195 s, and a planner
+    killed outright would have left it running that long."""
+    import signal
+
+    if hasattr(signal, "alarm"):
+        signal.alarm(max(1, math.ceil(seconds + OVERRUN_S)))
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
 def _prove(path: str, seconds: float, presolve: str, mode: str = "bound") -> None:
     """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE; mode
     bound, heuristics off) and each cheaper plan (PLAN_FILE; mode search: heuristics as HiGHS sets
     them, no bound written)."""
+    _watchdog(seconds)
     import highspy
     import numpy as np
 
