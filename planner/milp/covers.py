@@ -134,8 +134,13 @@ class Held:
     variables: list
     rhs: list
     coef: object  # numpy (cuts x variables)
-    left: object = None  # numpy bool: cuts not yet added
     columns: object = None  # numpy int: the variables' columns in the LP separated (set on first use)
+
+    def __post_init__(self):
+        import numpy as np
+
+        self.left = np.ones(len(self.rhs), dtype=bool)  # the cuts not yet added
+        self.bound = np.asarray(self.rhs, dtype=float)  # rhs, for separate's test
 
 
 def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = False) -> None:
@@ -152,7 +157,7 @@ def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = F
     if cover:
         rhs, coef = [b, *rhs], np.vstack([a, coef])
     if rhs:
-        fm.held_cuts.append(Held(family, entity, [v for _, v in terms], rhs, coef, np.ones(len(rhs), dtype=bool)))
+        fm.held_cuts.append(Held(family, entity, [v for _, v in terms], rhs, coef))
 
 
 def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list) -> None:
@@ -173,8 +178,7 @@ def separate(fm, point, column: dict) -> list:
             continue
         if h.columns is None:
             h.columns = np.array([column[v.name] for v in h.variables], dtype=np.int64)
-        rhs = np.asarray(h.rhs, dtype=float)
-        short = (h.coef @ point[h.columns] < rhs - 1e-6 * np.maximum(1.0, np.abs(rhs))) & h.left
+        short = (h.coef @ point[h.columns] < h.bound - 1e-6 * np.maximum(1.0, np.abs(h.bound))) & h.left
         for k in np.flatnonzero(short):
             _row(fm, h.family, (*h.entity, int(k)), h.rhs[k], h.coef[k], h.variables)
             added.append(fm.rows[(h.family, (*h.entity, int(k)))])

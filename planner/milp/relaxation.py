@@ -133,8 +133,8 @@ class Relaxation:
         return self._h.getInfo().objective_function_value + self.constant
 
     def values(self, variables: list[pulp.LpVariable]) -> list[float]:
-        """the variables' values in the last LP solved"""
-        col = self._h.getSolution().col_value
+        """the variables' values in the last LP solved (point, by name)"""
+        col = self.point()
         return [col[self.column[v.name]] for v in variables]
 
     def reduced_costs(self, variables: list[pulp.LpVariable]) -> list[float]:
@@ -154,9 +154,9 @@ def available() -> bool:
 
 
 def relaxation(prob: pulp.LpProblem) -> Relaxation | None:
-    """prob's LP relaxation in HiGHS, or None when highspy is not installed."""
-    try:
-        import highspy
-    except ImportError:
+    """prob's LP relaxation in HiGHS, or None when highspy is not installed (available)."""
+    if not available():
         return None
+    import highspy
+
     return Relaxation(prob, highspy)
