@@ -65,8 +65,8 @@ def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_
     started, lps = [], []
     real_start, real_bound = mipbound.start, prune.full_model_bound
 
-    def recorded(lp, seconds, lp_seconds):
-        started.append(real_start(lp, seconds, lp_seconds))
+    def recorded(lp, seconds, lp_seconds, *narrowed):
+        started.append(real_start(lp, seconds, lp_seconds, *narrowed))
         return started[-1]
 
     def bound_seen(fm, seconds=None):
@@ -211,3 +211,64 @@ def test_a_child_past_its_time_limit_is_ended_by_the_kernel_whatever_it_is_doing
                             "_watchdog(0.5); time.sleep(60)"], timeout=30)
     assert child.returncode == -signal.SIGALRM
     assert time.monotonic() - started < 0.5 + mipbound.OVERRUN_S + 5
+
+
+def _three_jobs():
+    return scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
+                     serve("docs", 60, context=32768, precision="bf16")], N1)
+
+
+def test_reduced_cost_tightening_keeps_every_plan_below_the_cutoff():
+    """relaxation.Optimum.within: the optimal plan (CBC's, proven) lies within the bounds tightened
+    against a cutoff just above its cost; against a cutoff between the LP and the optimum some
+    column is fixed or lowered, and the narrowed model (mipbound.narrowed) has no plan below it."""
+    from planner.milp.solve import solve
+
+    s = _three_jobs()
+    expected = n_plus_1_brute_force(s)
+    fm = _model(s)
+    lp = relaxation(fm.prob)
+    at_lp = lp.solve()
+    optimum = lp.optimum(at_lp)
+    res = solve(fm, gap=0.0)
+    assert res.status == "optimal" and res.objective == pytest.approx(expected, rel=1e-6)
+    x = [0.0] * len(lp.column)
+    for v in fm.prob.variables():
+        x[lp.column[v.name]] = res.values.get(v.name, 0.0)
+    a = lp.arrays
+    lower, upper = optimum.within(expected * (1 + 1e-6), a["lower"], a["upper"], lp.integer)
+    assert all(lo - 1e-9 <= xj <= up + 1e-9 for xj, lo, up in zip(x, lower, upper, strict=True))
+    cutoff = (at_lp + expected) / 2
+    lower, upper = optimum.within(cutoff, a["lower"], a["upper"], lp.integer)
+    assert (upper < a["upper"]).any()
+    arrays, keep = mipbound.narrowed(a, lower, upper)
+    assert len(keep) < len(a["cost"]) and len(arrays["cost"]) == len(keep)
+    assert optimum.within(at_lp - 1.0, a["lower"], a["upper"], lp.integer)[1].tolist() == list(a["upper"])
+
+
+def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optimum_below_one_above():
+    """Prover.narrow: below the optimum the bound reaches the cutoff and stops there (capped: it
+    holds for every plan); above it, the optimum (and the prover's plan, read back onto every column
+    of the full model, is a plan of it at that cost). The bound before a restart is kept if higher."""
+    s = _three_jobs()
+    expected = n_plus_1_brute_force(s)
+    fm = _model(s)
+    lp = relaxation(fm.prob)
+    at_lp = lp.solve()
+    optimum = lp.optimum(at_lp)
+    below = at_lp + 0.9 * (expected - at_lp)
+    prover = mipbound.start(lp, 60.0, 1.0, cutoff=below, optimum=optimum)
+    if prover is None:
+        pytest.skip("one core: no prover")
+    try:
+        prover.proc.wait(timeout=60)  # it stops once its bound is the cutoff
+        assert prover.read() == pytest.approx(below, rel=1e-9)
+        prover.narrow(expected * 1.05, optimum, 60.0, 1.0)
+        assert prover.read() == pytest.approx(below, rel=1e-9)  # the last child's, until this one's is higher
+        prover.proc.wait(timeout=60)
+        assert prover.stop() == pytest.approx(expected, rel=1e-6)
+    finally:
+        prover.stop()
+    bound = prune.FullBound(at_lp, {}, fm.pairs, fm, lp=lp)
+    found = prune.prover_plan(bound, prover.plan)
+    assert found is not None and found.objective == pytest.approx(expected, rel=1e-6)

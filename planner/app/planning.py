@@ -159,6 +159,26 @@ def _prover(bound):
     return mipbound.start(bound.lp, b.left(), bound.lp_seconds)
 
 
+NARROW_MIN_S = 2.0
+"""the prover is narrowed (_narrower) only with at least this much time left: a narrowed child
+starts its root node again"""
+
+
+def _narrower(bound, prover, gap: float):
+    """What the screened search calls with its first plan (screening.search's `first`): the prover
+    restarted on the full model narrowed to the plans cheaper than (1 - gap) x the plan's cost
+    (mipbound.Prover.narrow): the bound that proves the plan within the gap asked. None where no
+    prover runs."""
+    if prover is None or bound is None or bound.optimum is None:
+        return None
+
+    def first(cost: float) -> None:
+        left = deadline.left()
+        if left >= NARROW_MIN_S and (1 - gap) * cost > bound.objective:  # (else the LP proves it)
+            prover.narrow((1 - gap) * cost, bound.optimum, left, bound.lp_seconds)
+    return first
+
+
 def _second_search(fm, b):
     """HiGHS's search of a large shortlist beside CBC's (mipbound.start_search), where CBC alone
     searches it (above the screened search's size, screening.MAX_COLUMNS), or None. On a
@@ -193,7 +213,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         room = max(1.0, b.left() - reserve)
         return room if limit is None else min(limit, room)
 
-    res = screening.search(fm, time_limit_s=within(short_limit))
+    res = screening.search(fm, time_limit_s=within(short_limit), first=_narrower(bound, prover, s.solver.gap))
     if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
         res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
     if searcher is not None:
@@ -210,7 +230,8 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     require_solution(res, s)
     late = None
     if bound is not None and prover is None and searcher is not None and bound.objective is not None:
-        prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds)  # the second search's core is free
+        prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is
+                                       (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (_narrower)
     try:
         return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share)
     finally:

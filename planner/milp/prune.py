@@ -65,6 +65,9 @@ class FullBound:
     lp: object = None
     """the full model's LP relaxation in HiGHS (relaxation.Relaxation; None when CBC solved it), for
     mipbound.py's branch and cut"""
+    optimum: object = None
+    """that LP's optimum (relaxation.Optimum): the prover's model narrowed to the plans cheaper than
+    one in hand (mipbound.Prover.narrow)"""
 
     def widened(self, nearest: bool) -> dict:
         """the pairs a shortlist keeps from the full LP: its support, and with `nearest` each
@@ -101,11 +104,13 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
     if lp is None:
         res = solve(full, gap=0.0, mip=False)
         values, objective, seconds_taken = res.values, res.objective if res.ok else None, res.seconds
+        optimum = None
     else:
         objective = separated(full, lp, end)
         seconds_taken = time.perf_counter() - started
         stores = [v for store in (full.y, full.x, full.r) for v in store.values()]
         values = dict(zip((v.name for v in stores), lp.values(stores))) if math.isfinite(objective) else {}
+        optimum = lp.optimum(objective) if math.isfinite(objective) else None
         objective = objective if math.isfinite(objective) else None
     if objective is None:
         if end is not None and time.monotonic() >= end:  # the time stopped it (not an infeasible LP)
@@ -117,7 +122,8 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
         for (dk, i, oid, _), v in store.items():
             if values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
-    return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp)
+    return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp,
+                     optimum=optimum)
 
 
 SEPARATION_ROUNDS = 20

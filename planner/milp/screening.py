@@ -105,7 +105,8 @@ def _bounds(var, state: int) -> tuple[float, float | None]:
 
 
 def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
-           max_nodes: int | None = None, warm: bool = False, spares_only: bool = False) -> SolveResult:
+           max_nodes: int | None = None, warm: bool = False, spares_only: bool = False,
+           first=None) -> SolveResult:
     """The model's plan (milp.solve.solve's result, and its arguments): screened as the module
     docstring says when the model has two pools or more, else one CBC search. max_nodes bounds each
     of the two CBC searches. spares_only: screen N+1 models only (the explanations' re-plans,
@@ -113,7 +114,8 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     not reliably the shorter, and on small ones CBC alone is quicker), except from a warm start.
     warm: the variables' initial values are a plan (a lifted cap's re-plan starts from the plan):
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
-    starts from it; else one CBC search from it."""
+    starts from it; else one CBC search from it. first: called with the incumbent's cost once step 3
+    has it (app/planning.py narrows the full model's prover to the plans that would beat it)."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
     found = start_plan(fm) if screened and warm else None
     lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None
@@ -142,6 +144,8 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
         if not found.ok:  # no plan of whole systems in that set of pools: the search alone
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
+    if first is not None:
+        first(cost)
     above = cost + REL_TOL * max(1.0, abs(cost))  # (above the incumbent: CBC may find it again)
     if deadline.left() <= 0 or left() <= 0:  # no time left to prove it: a feasible plan, cut short
         if deadline.left() <= 0 and deadline.current() is not None:  # (the command's budget, not this search's)
