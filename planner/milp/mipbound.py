@@ -41,6 +41,21 @@ planner plans that (prune.prover_plan reads it back onto the full model, checks 
 and the independent verifier checks the plan as any other). 60 jobs seed 5, limit 60 s: the
 search's plan 1,029,532 $/yr, the prover's 1,020,745 (gap 4.27% -> 3.44%, the same bound).
 
+Once the screened search (screening.py, 60 generated jobs) has a first plan of cost C, the child is
+restarted narrowed (Prover.narrow, app/planning.py): on the plans cheaper than (1 - gap) x C, the
+bound that proves C (and every cheaper plan found after it) within the gap asked. The full LP's
+reduced costs fix at 0 the columns no such plan uses (relaxation.Optimum.within: 2,606 of 15,122
+on seed 3), and the child stops once its bound, capped there, reaches it. benchmarks/milp.py --only
+large, limit 10 s, --explain none, seeds 3-8 (two draws before, one after, this 2-core machine):
+  seed 3  1.46% / 1.34% -> 1.04%     seed 6  1.73% / 2.20% -> 1.96%
+  seed 4  1.15% / 0.96% -> 1.00%, optimal at 8.9 s     seed 7  1.76% / 1.40% -> 1.22%
+  seed 5  6.29% / 6.29% -> 5.10%     seed 8  1.50% / 1.49% -> 1.63%
+mean 2.31% / 2.28% -> 1.99%. Two ways not taken: HiGHS's own cutoff (objective_bound) on the
+narrowed child (seed 6: 2,173,769 against 2,194,228 $/yr at 10 s), and the first plan handed to the
+running child as its incumbent (kCallbackMipUserSolution) without a restart (seed 6: 2,159,048
+against 2,190,580 without it; seed 3 2,128,773 against 2,136,630). A narrowed start also follows
+the second search (200 jobs) once CBC's plan is in; at 30 s it gets no time to show.
+
 The same child also searches (start_search: HiGHS's heuristics on, no bound written), beside CBC,
 a shortlist too large for the screened search (above screening.MAX_COLUMNS: 200 generated jobs and
 more), where CBC alone searches: the two are each the better on some fleets (the shortlisted
