@@ -247,24 +247,30 @@ def test_reduced_cost_tightening_keeps_every_plan_below_the_cutoff():
 
 
 def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optimum_below_one_above():
-    """Prover.narrow: below the optimum the bound reaches the cutoff and stops there (capped: it
-    holds for every plan); above it, the optimum (and the prover's plan, read back onto every column
-    of the full model, is a plan of it at that cost). The bound before a restart is kept if higher."""
+    """Prover.narrow: restarted only where the narrowing leaves out NARROW_MIN_LEFT_OUT of the
+    columns; below the optimum the bound reaches the cutoff and stops there (capped: it holds for
+    every plan). A prover started narrowed above the optimum finds it, and its plan, read back onto
+    every column of the full model, is a plan of it at that cost."""
     s = _three_jobs()
     expected = n_plus_1_brute_force(s)
     fm = _model(s)
     lp = relaxation(fm.prob)
     at_lp = lp.solve()
     optimum = lp.optimum(at_lp)
-    below = at_lp + 0.9 * (expected - at_lp)
-    prover = mipbound.start(lp, 60.0, 1.0, cutoff=below, optimum=optimum)
+    below = at_lp + 0.5 * (expected - at_lp)  # (2 of the 17 columns left out; above the optimum, 1)
+    prover = mipbound.start(lp, 60.0, 1.0)
     if prover is None:
         pytest.skip("one core: no prover")
     try:
+        pid = prover.proc.pid
+        assert prover.narrow(expected * 1.05, optimum, 60.0, 1.0) is False and prover.proc.pid == pid
+        assert prover.narrow(below, optimum, 60.0, 1.0) is True and prover.cutoff == below
         prover.proc.wait(timeout=60)  # it stops once its bound is the cutoff
-        assert prover.read() == pytest.approx(below, rel=1e-9)
-        prover.narrow(expected * 1.05, optimum, 60.0, 1.0)
-        assert prover.read() == pytest.approx(below, rel=1e-9)  # the last child's, until this one's is higher
+        assert prover.stop() == pytest.approx(below, rel=1e-9)
+    finally:
+        prover.stop()
+    prover = mipbound.start(lp, 60.0, 1.0, cutoff=expected * 1.05, optimum=optimum)
+    try:
         prover.proc.wait(timeout=60)
         assert prover.stop() == pytest.approx(expected, rel=1e-6)
     finally:
