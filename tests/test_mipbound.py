@@ -213,23 +213,28 @@ def test_a_child_past_its_time_limit_is_ended_by_the_kernel_whatever_it_is_doing
     assert time.monotonic() - started < 0.5 + mipbound.OVERRUN_S + 5
 
 
-def _three_jobs():
-    return scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
-                     serve("docs", 60, context=32768, precision="bf16")], N1)
+def _three_jobs_lp():
+    """Three N+1 serving jobs: (their enumerated optimum, model, LP relaxation, LP optimum, its
+    relaxation.Optimum)."""
+    s = scenario([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
+                  serve("docs", 60, context=32768, precision="bf16")], N1)
+    fm = _model(s)
+    lp = relaxation(fm.prob)
+    at_lp = lp.solve()
+    return n_plus_1_brute_force(s), fm, lp, at_lp, lp.optimum(at_lp)
 
 
 def test_reduced_cost_tightening_keeps_every_plan_below_the_cutoff():
     """relaxation.Optimum.within: the optimal plan (CBC's, proven) lies within the bounds tightened
     against a cutoff just above its cost; against a cutoff between the LP and the optimum some
-    column is fixed or lowered, and the narrowed model (mipbound.narrowed) has no plan below it."""
+    column is fixed or lowered, and the narrowed model (mipbound.narrowed) costs no less than the
+    cutoff (it holds every plan below it, and there is none)."""
+    import highspy
+    import numpy as np
+
     from planner.milp.solve import solve
 
-    s = _three_jobs()
-    expected = n_plus_1_brute_force(s)
-    fm = _model(s)
-    lp = relaxation(fm.prob)
-    at_lp = lp.solve()
-    optimum = lp.optimum(at_lp)
+    expected, fm, lp, at_lp, optimum = _three_jobs_lp()
     res = solve(fm, gap=0.0)
     assert res.status == "optimal" and res.objective == pytest.approx(expected, rel=1e-6)
     x = [0.0] * len(lp.column)
@@ -243,6 +248,16 @@ def test_reduced_cost_tightening_keeps_every_plan_below_the_cutoff():
     assert (upper < a["upper"]).any()
     arrays, keep = mipbound.narrowed(a, lower, upper)
     assert len(keep) < len(a["cost"]) and len(arrays["cost"]) == len(keep)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    none = np.array([], dtype=np.int32)
+    h.addCols(len(keep), arrays["cost"], arrays["lower"], arrays["upper"], 0, none, none, np.array([]))
+    h.addRows(len(arrays["row_lower"]), arrays["row_lower"], arrays["row_upper"], len(arrays["index"]),
+              arrays["starts"], arrays["index"], arrays["value"])
+    ints = np.flatnonzero(np.array(lp.integer)[keep]).astype(np.int32)
+    h.changeColsIntegrality(len(ints), ints, np.full(len(ints), highspy.HighsVarType.kInteger))
+    h.run()
+    assert h.getInfo().objective_function_value + lp.constant >= cutoff
     assert optimum.within(at_lp - 1.0, a["lower"], a["upper"], lp.integer)[1].tolist() == list(a["upper"])
 
 
@@ -251,12 +266,7 @@ def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optim
     columns; below the optimum the bound reaches the cutoff and stops there (capped: it holds for
     every plan). A prover started narrowed above the optimum finds it, and its plan, read back onto
     every column of the full model, is a plan of it at that cost."""
-    s = _three_jobs()
-    expected = n_plus_1_brute_force(s)
-    fm = _model(s)
-    lp = relaxation(fm.prob)
-    at_lp = lp.solve()
-    optimum = lp.optimum(at_lp)
+    expected, fm, lp, at_lp, optimum = _three_jobs_lp()
     below = at_lp + 0.5 * (expected - at_lp)  # (2 of the 17 columns left out; above the optimum, 1)
     prover = mipbound.start(lp, 60.0, 1.0)
     if prover is None:
