@@ -264,8 +264,9 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
                 prover.wait(s.solver.gap, res.objective, share * b.left())  # the bound on (root's share)
                 searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
-            found = prune.prover_plan(bound, prover.plan)
-            if found is not None and prune.cheaper(found.objective, res.objective):
+            dearer = prover.plan is None or not prune.cheaper(prover.plan[0], res.objective)
+            found = None if dearer else prune.prover_plan(bound, prover.plan)  # (checked only if cheaper:
+            if found is not None and prune.cheaper(found.objective, res.objective):  # 0.2 s on 60 jobs)
                 fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
                 screening.load_values(fm, res.values)
         measured = prune.against_full_model(res, bound, s.solver.gap)
