@@ -54,12 +54,17 @@ def pool_key(fm, dk: str, i: int, oid: str, t: int) -> tuple | None:
 
 
 def members(fm) -> dict[tuple, list]:
-    """(pool, config, offer, year) -> [(demand, option index, y variable)] over pooled demands' y."""
+    """(pool, config, offer, year) -> [(demand, option index, y variable)] over pooled demands' y;
+    worked out once per model (model.FleetModel.pool_members, again only if y has grown since);
+    callers read it, never change it."""
+    if fm.pool_members is not None and fm.pool_members[0] == len(fm.y):
+        return fm.pool_members[1]
     out: dict[tuple, list] = {}
     for (dk, i, oid, t), v in sorted(fm.y.items()):
         key = pool_key(fm, dk, i, oid, t)
         if key is not None:
             out.setdefault(key, []).append((dk, i, v))
+    fm.pool_members = (len(fm.y), out)
     return out
 
 

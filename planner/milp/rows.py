@@ -121,10 +121,14 @@ def define_capacity_constraints(fm) -> None:
             fm.add("hours", (oid, t), affine(hours) <= HOURS * per * held)
         if len(fm.held_terms[(oid, t)]) > 1 and (oid, t) not in edge:  # several purchase years: the cap
             fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))  # holds for the sum
+    always_on_at: dict[tuple, list] = {}  # (offer, year) -> its always-on serving terms, once per pool
     for (dk, i, oid, t), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
         need = fm.options.batch[dk][i].accelerators
-        always_on = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), []) if d.hours_per_day >= 24]
+        if (oid, t) not in always_on_at:
+            always_on_at[(oid, t)] = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), [])
+                                      if d.hours_per_day >= 24]
+        always_on = always_on_at[(oid, t)]
         if always_on:
             fm.add("batch-fit", (dk, i, oid, t),
                    affine([(need, bv), *always_on]) <= per * fm.held(oid, t))
