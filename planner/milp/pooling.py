@@ -29,6 +29,7 @@ import math
 import pulp
 
 from planner.data.jobs import hours_per_year
+from planner.milp.registry import affine
 from planner.physics import costs
 
 SHARED = "(pooled)"
@@ -141,13 +142,14 @@ def define_pool_constraints(fm) -> None:
     plan whose loads serve no more than each demand needs (any plan's can be lowered to that, see
     define_pool_spares): Y is an integer, at least 1 where d has load, and users_i y <= users_d."""
     for key, ms in sorted(members(fm).items()):
-        fm.add("pool-load", key, pulp.lpSum(v for _, _, v in ms) <= fm.yp[key])
+        replicas = fm.yp[key]
+        fm.add("pool-load", key, affine([*((1, v) for _, _, v in ms), (-1, replicas)]) <= 0)
         if not fm.tight:
             continue
         for dk, i, v in ms:
             users, need = fm.options.serve[dk][i].users_per_replica, fm.demand_at(dk, key[3])
             if need < users:
-                fm.add("pool-cover", (dk, i, key[2], key[3]), users * v <= need * fm.yp[key], cut=True)
+                fm.add("pool-cover", (dk, i, key[2], key[3]), affine([(users, v), (-need, replicas)]) <= 0, cut=True)
     used: dict[tuple, list] = {}
     for key, v in fm.yp.items():
         opt, d = fm.pool_opt[key]

@@ -99,6 +99,20 @@ class Registry:
         return self.catalog.systems[self.options.offers[oid].system]
 
 
+def affine(terms) -> pulp.LpAffineExpression:
+    """sum c x over (c, x) pairs, as pulp.lpSum(c * x ...) builds it (zero coefficients dropped, a
+    repeated variable's coefficients added in order) without a temporary expression per term: the
+    capacity rows of a 200-job full model took 8 s through lpSum."""
+    e = pulp.LpAffineExpression()
+    for c, v in terms:
+        if isinstance(v, pulp.LpVariable):
+            if not (isinstance(c, (int, float)) and c == 0):
+                e.addterm(v, c)
+        else:
+            e.addInPlace(c * v)
+    return e
+
+
 @contextmanager
 def bounds_held(bounds: list[tuple[pulp.LpVariable, float, float | None]]):
     """Each variable held within its (low, up) for the duration, its own bounds restored after

@@ -37,7 +37,7 @@ from planner.data.years import year_caps
 from planner.milp import pooling
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
-from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD
+from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, affine
 from planner.physics import disagg
 
 HOURS = HOURS_PER_YEAR
@@ -81,20 +81,6 @@ def define_demand_constraints(fm) -> None:
             else:
                 lhs = edge_held(fm, dk, t) + (need * short if short is not None else 0)
                 fm.add("demand", (dk, t), lhs >= need)
-
-
-def affine(terms) -> pulp.LpAffineExpression:
-    """sum c x over (c, x) pairs, as pulp.lpSum(c * x ...) builds it (zero coefficients dropped, a
-    repeated variable's coefficients added in order) without a temporary expression per term: the
-    capacity rows of a 200-job full model took 8 s through lpSum."""
-    e = pulp.LpAffineExpression()
-    for c, v in terms:
-        if isinstance(v, pulp.LpVariable):
-            if not (isinstance(c, (int, float)) and c == 0):
-                e.addterm(v, c)
-        else:
-            e.addInPlace(c * v)
-    return e
 
 
 def define_capacity_constraints(fm) -> None:
