@@ -105,20 +105,24 @@ class Prover:
         self.proc, self.folder, self.keep = None, None, None
         self.cutoff: float | None = None
         """a narrowed child's cap (narrow), objective constant included; None: not narrowed"""
-        self._launch(seconds, presolve, "search" if search else "bound", cutoff, optimum)
+        narrowing = self._narrowed(cutoff, optimum) if cutoff is not None and optimum is not None else None
+        self._launch(seconds, presolve, "search" if search else "bound", cutoff, narrowing)
 
-    def _launch(self, seconds: float, presolve: bool, mode: str, cutoff: float | None, optimum,
-                narrowing: tuple | None = None) -> None:
-        """The child started on the LP's model, narrowed to the plans cheaper than `cutoff` when it
-        and the LP's optimum are given (narrowing: that model, narrowed(), when already built)."""
+    def _narrowed(self, cutoff: float, optimum) -> tuple[dict, object]:
+        """The LP's arrays narrowed to the plans cheaper than `cutoff` (narrowed, Optimum.within), and
+        the columns kept."""
+        a = self.lp.arrays
+        return narrowed(a, *optimum.within(cutoff, a["lower"], a["upper"], self.lp.integer))
+
+    def _launch(self, seconds: float, presolve: bool, mode: str, cutoff: float | None,
+                narrowing: tuple | None) -> None:
+        """The child started on the LP's model, or on `narrowing` (_narrowed) with its cap `cutoff`."""
         import numpy as np
 
         arrays, integer, extra = dict(self.lp.arrays), np.array(self.lp.integer, dtype=bool), {}
         self.keep, self.cutoff = None, None
-        if cutoff is not None and optimum is not None:
-            self.cutoff = cutoff
-            arrays, self.keep = narrowing or narrowed(arrays, *optimum.within(cutoff, arrays["lower"], arrays["upper"],
-                                                                              integer))
+        if narrowing is not None:
+            (arrays, self.keep), self.cutoff = narrowing, cutoff
             integer = integer[self.keep]
             extra["cutoff"] = np.array(cutoff - self.constant)
         self.folder = tempfile.mkdtemp(prefix="planner-bound-")
@@ -139,12 +143,11 @@ class Prover:
         it slowed the bound (60 generated jobs seed 6, 2,173,769 against 2,194,228 $/yr at 10 s).
         Not restarted (False) when the narrowing would leave out less than NARROW_MIN_LEFT_OUT of the
         columns: the restart would cost what the child has done for a model barely smaller."""
-        a = self.lp.arrays
-        narrowing = narrowed(a, *optimum.within(cutoff, a["lower"], a["upper"], self.lp.integer))
-        if len(narrowing[1]) > (1 - NARROW_MIN_LEFT_OUT) * len(a["cost"]):
+        narrowing = self._narrowed(cutoff, optimum)
+        if len(narrowing[1]) > (1 - NARROW_MIN_LEFT_OUT) * len(self.lp.arrays["cost"]):
             return False
         self._end()
-        self._launch(seconds, seconds >= PRESOLVE_OVER_LP * lp_seconds, "bound", cutoff, optimum, narrowing)
+        self._launch(seconds, seconds >= PRESOLVE_OVER_LP * lp_seconds, "bound", cutoff, narrowing)
         return True
 
     def incumbent(self) -> tuple[float, object] | None:
