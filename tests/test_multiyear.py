@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -65,6 +66,31 @@ def test_annual_budget_plans_each_year_within_its_budget(annual):
     bought = {p["offer"] for p in annual["years"][0]["purchases"] if p["acquisition"] == "buy"}
     held_3 = {f["offer"] for f in annual["years"][2]["fleet"]}
     assert bought <= held_3
+
+
+def test_yearly_budget_row_measures_the_peak_years_cash(annual, tmp_path, plan_cli):
+    """A multi-year budget caps each year's cash: its row reads the plan's highest year against it,
+    and where it binds, the price is the saving per dollar the cheapest fleet without it spends
+    above the cap in its own highest year (not a figure divided by a near-zero difference)."""
+    peak = max(annual["years"], key=lambda y: y["cost_usd"])
+    row = next(r for r in annual["explanations"] if r["constraint"] == "budget.usd_per_year")
+    assert not row["binding"]
+    assert f"uses ${peak['cost_usd']:,.0f} in year {peak['year']}, its highest of $170,000/yr" in row["message"]
+    s = yaml.safe_load((SCENARIOS / "annual-budget.yaml").read_text())
+    s["budget"]["usd_per_year"] = 150000
+    path = tmp_path / "tight.yaml"
+    path.write_text(yaml.safe_dump(s))
+    res = plan_cli(path, "--format", "json")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    row = next(r for r in plan["explanations"] if r["constraint"] == "budget.usd_per_year")
+    assert row["binding"], row
+    m = re.search(r"spends \$([\d,]+) in year (\d), and costs (?:at least )?\$([\d,]+)/yr less", row["message"])
+    assert m, row["message"]
+    spend, saving = (float(m.group(k).replace(",", "")) for k in (1, 3))
+    assert spend > 150000
+    assert row["shadow_price"] == pytest.approx(-saving / (spend - 150000), rel=1e-3)
+    assert -10 < row["shadow_price"] < 0
 
 
 def test_annual_budget_text_shows_the_year_table(plan_cli):
@@ -160,3 +186,36 @@ def test_multi_year_placements_say_why_and_what_to_run(annual):
             assert p["binding"] in why and p["accelerator"] in why
         assert {"regime", "run_it", "unit_cost"} <= set(job["checks"])
     assert annual["summary"].startswith("Buy ")
+
+
+WIDE_COVERAGE = """
+name: coverage-wide
+horizon_years: 2
+policy: {acquisition: [on-demand], stacks: [cuda]}
+budget: {mode: max-coverage, usd_per_year: 60000}
+jobs:
+  - {name: vip, stage: serve, model: llama-3.1-8b, concurrent_users: 400, min_tokens_per_s_per_user: 20, priority: 5GROWTH}
+  - {name: bulk, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 400,
+     min_tokens_per_s_per_user: 20, priority: 1}
+"""
+
+
+@pytest.mark.parametrize("growth", ["", ", growth_per_year: 0.5"], ids=["one-year", "years"])
+def test_max_coverage_why_not_never_prices_the_coverage_weight(tmp_path, plan_cli, growth):
+    """In max-coverage the objective prices unserved demand far above any cost: an LP bound on it
+    is no bound on a plan's cost. The why-not rows it answers say whether every plan on the
+    accelerator is worse, with no dollar figure; the re-planned ones carry their plan's real cost."""
+    path = tmp_path / "coverage.yaml"
+    path.write_text(WIDE_COVERAGE.replace("GROWTH", growth))
+    plan = _plan_json(plan_cli, path)
+    assert bool(plan.get("years")) == bool(growth)
+    assert any(j["unserved"] for j in plan["jobs"])  # the budget leaves some demand unserved
+    by_basis = {}
+    for a in plan["alternatives"]:
+        by_basis.setdefault(a["basis"], []).append(a)
+    assert by_basis.get("lp-bound") and by_basis.get("milp")
+    for a in by_basis["lp-bound"]:
+        assert a["cost_delta_usd_per_year"] is None and "$" not in a["reason"], a
+        assert "coverage-first objective" in a["reason"] or "does not rule out" in a["reason"], a
+    for a in by_basis["milp"]:
+        assert abs(a["cost_delta_usd_per_year"]) < 60000, a

@@ -168,16 +168,23 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
             runner.add(before, workers=1)  # re-planned on one core while this one works on the LPs below
             bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept)
             short = shadow.short_run(fm, fleet, limit)
-            runner.add(whynot.variants_for(plan, s, cat, fm, whynot.forced_to_solve(bounds, base), kept, []))
+            runner.add(whynot.variants_for(plan, s, cat, fm, whynot.forced_to_solve(bounds, _goal(fm, res, base)), kept, []))
             more = shadow.one_more_system(fm, fleet, short, limit)
             long = shadow.long_run(fm, limit) if _time_left() else shadow.LPPrices(None, "not-solved")
         outcomes = runner.out
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + cap_rows(plan, s, outcomes, long))
     limits = whynot_limits.limits_of(s, cat, fm, whynot.without_plan(bounds, outcomes), limit)
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits)
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits, whynot.weighted(fm, res))
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
+
+
+def _goal(fm, res, base: float) -> float:
+    """What the forced plans' LP bounds compare with: the plan's yearly cost, or its objective where
+    that weighs coverage first (whynot.weighted)."""
+    objective = whynot.weighted(fm, res)
+    return base if objective is None else objective
 
 
 EXPLAIN_SHARE = 1.0
@@ -254,17 +261,18 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
             before = whynot.variants_for(plan, s, cat, ym, [])
             lifted_from_plan(before, ym, res)
             runner.add(before, workers=1)  # re-planned on one core while this one works on the LPs below
-        bounds = {a: None if b is None else base + (b - plan["npv_usd"]) / per_year
+        objective = whynot.weighted(ym, res)  # (bounds on a coverage-first objective stay as they are)
+        bounds = {a: b if b is None or objective is not None else base + (b - plan["npv_usd"]) / per_year
                   for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
         short = shadow.short_run(ym, shadow.decisions(ym, res), limit)
         if level == "full":
-            forced = whynot.variants_for(plan, s, cat, ym, whynot.forced_to_solve(bounds, base), None, [])
+            forced = whynot.variants_for(plan, s, cat, ym, whynot.forced_to_solve(bounds, _goal(ym, res, base)), None, [])
             runner.add(forced)
     if level == "full":
         outcomes = runner.out
     plan["explanations"] = (_demand_rows(s, ym, res, short, long) + target_rows(plan, s, outcomes)
                             + cap_rows(plan, s, outcomes, long))
     limits = whynot_limits.limits_of(s, cat, ym, whynot.without_plan(bounds, outcomes), limit)
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds, limits)
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds, limits, objective)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)

@@ -92,14 +92,32 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
         from planner.milp.readout import read_plan
 
         plan = read_plan(fm.scenario, fm, res)
-    bought = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
     unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
     short = unserved_shares(plan)
     return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
-            "power_kw": site_power_kw(plan),
-            "capex": sum(f["purchase_usd"] or 0.0 for f in bought),
-            "opex": plan["total_cost_usd_per_year"] - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0),
+            "power_kw": site_power_kw(plan), "spend": budget_spend(plan),
             "unserved_users": unserved, "unserved_jobs": short, "cut_short": res.cut_short, **bound}
+
+
+BUDGETS = {"usd_per_year": "cost_usd", "capex_usd_per_year": "capex_usd", "opex_usd_per_year": "opex_usd"}
+"""each budget cap (scenario budget.*) -> what it caps in a multi-year plan's year (plan["years"])"""
+
+
+def budget_spend(plan: dict) -> dict[str, tuple[float, int | None]]:
+    """What each budget cap is measured against in a plan: budget name -> (the amount, the year
+    it peaks in, None for a one-year plan). One year: the yearly cost (usd_per_year, in the
+    objective's view), the purchase prices paid (capex), the running costs (opex). Years: the
+    highest year's cash of that kind (rows.define_budget_constraints caps each year's)."""
+    if plan.get("years"):
+        out = {}
+        for name, key in BUDGETS.items():
+            top = max(plan["years"], key=lambda y: (y[key], -y["year"]))
+            out[name] = (top[key], top["year"])
+        return out
+    base = plan["total_cost_usd_per_year"]
+    capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
+    opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
+    return {"usd_per_year": (base, None), "capex_usd_per_year": (capex, None), "opex_usd_per_year": (opex, None)}
 
 
 def site_power_kw(plan: dict) -> float:

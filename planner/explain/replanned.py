@@ -49,6 +49,11 @@ def _open_row(family: str, constraint: str, unit: str, what: str, got: dict) -> 
     return {**said, "settled": False}
 
 
+def _in_year(year: int | None) -> str:
+    """' in year 2, its highest' for a multi-year plan's peak year of a budget's spend; '' for one year."""
+    return "" if year is None else f" in year {year}, its highest"
+
+
 def cap_rows(plan, s, outcomes, long) -> list[dict]:
     base = plan["total_cost_usd_per_year"]
     tol = max(1.0, s.solver.gap * base)
@@ -89,22 +94,22 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
                                  f"serves {unserved - got['unserved_users']:,.0f} of them ({usd(price)} per user-year)",
                                  "re-planned"))
                 continue
-        capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
-        opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
-        use = {"usd_per_year": base, "capex_usd_per_year": capex, "opex_usd_per_year": opex}[name]
+        use, year = replan.budget_spend(plan)[name]
         state = _cap_state(got, base, tol)
         if state == "binds":
-            free_use = got["capex"] if name.startswith("capex") else got["opex"]
-            price = (got["cost"] - base) / max(free_use - cap, 1e-9)
+            free_use, free_year = got["spend"][name]
+            price = (got["cost"] - base) / (free_use - cap) if free_use > cap else None
+            when = "" if free_year is None else f" in year {free_year}"
+            per = "" if price is None else f"; {usd(-price, 2)} a year per dollar of budget added"
             rows.append(row("budget", constraint, True, price, "USD per year per USD of budget",
-                             f"{constraint} binds at {usd(cap)}: raising it to {usd(free_use)} lowers the yearly "
-                             f"cost by {_least(got)}{usd(base - got['cost'])} ({usd(-price, 2)} per dollar, re-planned)",
-                             "re-planned"))
+                             f"{constraint} binds at {usd(cap)}: the cheapest fleet without it spends "
+                             f"{usd(free_use)}{when}, and costs {_least(got)}{usd(base - got['cost'])}/yr less"
+                             f" ({'re-planned' + per})", "re-planned"))
         elif state == "open":
             rows.append(_open_row("budget", constraint, "USD per year per USD of budget",
-                                  f"{constraint} binds (the plan uses {usd(use)} of {usd(cap)}/yr)", got))
+                                  f"{constraint} binds (the plan uses {usd(use)}{_in_year(year)} of {usd(cap)}/yr)", got))
         else:
-            spare = f": the plan uses {usd(use)} of {usd(cap)}/yr ({usd(cap - use)} headroom)"
+            spare = f": the plan uses {usd(use)}{_in_year(year)} of {usd(cap)}/yr ({usd(cap - use)} headroom)"
             rows.append(row("budget", constraint, False, 0.0, "USD per year per USD of budget",
                              f"{constraint} does not bind{spare}; more budget would not change the plan",
                              "re-planned"))

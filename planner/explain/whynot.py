@@ -214,11 +214,20 @@ def _no_variable_reason(acc: str, s, cat, opts) -> str:
     return whys[0] if whys else "no offer the policy allows can host its configurations here"
 
 
+def weighted(fm: FleetModel, res) -> float | None:
+    """The plan's objective where it weighs more than cost (max-coverage: unserved demand priced at
+    registry.COVERAGE_WEIGHT; elastic slack): the LP bounds (lp_bounds) are then on that objective,
+    not on any plan's cost. None where the objective is the cost."""
+    return res.objective if (fm.unserved or fm.slack) and res.objective is not None else None
+
+
 def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dict[str, float | None],
-                 limits: dict[str, str] | None = None) -> list[dict]:
+                 limits: dict[str, str] | None = None, objective: float | None = None) -> list[dict]:
     """One row per catalog accelerator the plan does not use: why it cannot serve, or what the
     cheapest plan running every job it can on it costs more per year (re-planned, or its LP bound);
-    limits: acc -> the limit its forced plan breaks (whynot_limits.py), where it has no plan."""
+    limits: acc -> the limit its forced plan breaks (whynot_limits.py), where it has no plan.
+    objective: the plan's own where it weighs coverage first (weighted): the LP bounds are on that
+    objective, so a bound tells whether every plan on the accelerator is worse, never what it costs."""
     opts = fm.options
     used = {f["accelerator"] for f in plan["fleet"]}
     base = plan["total_cost_usd_per_year"]
@@ -239,6 +248,14 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
                                                  "(raise --time-limit to see it)")
         elif got is None and bounds.get(acc) == math.inf:
             row["reason"] = (limits or {}).get(acc) or NO_PLAN
+        elif got is None and bounds.get(acc) is not None and objective is not None:
+            why = "the explanations' time ran out first" if skipped else "as nearer alternatives were"
+            worse = bounds[acc] > objective + tol
+            row.update(status="costlier", basis="lp-bound", reason=(
+                f"every plan {note} serves less of the demand, by priority, within the scenario's limits, or as "
+                f"much at a higher cost (the LP relaxation's bound on the plan's coverage-first objective; not "
+                f"re-planned, {why})" if worse else
+                f"not re-planned ({why}); the LP relaxation of a plan {note} does not rule out one as good as the plan"))
         elif got is None and bounds.get(acc) is not None:
             delta = max(0.0, bounds[acc] - base)
             why = ("the explanations' time ran out first" if skipped
