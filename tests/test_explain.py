@@ -74,7 +74,7 @@ def test_why_not_covers_every_catalog_accelerator(name):
         if r["status"] == "infeasible":
             assert r["cost_delta_usd_per_year"] is None
         elif r["cost_delta_usd_per_year"] is None:
-            assert r["reason"].startswith("not evaluated")
+            assert r["reason"].startswith(("not evaluated", "not re-planned")), r
     for e in plan["explanations"]:
         assert EXPLANATION_FIELDS <= set(e) and isinstance(e["binding"], bool) and e["message"]
     assert any(e["family"] == "demand" for e in plan["explanations"])
@@ -210,3 +210,23 @@ def test_no_accelerator_fast_enough_names_the_fastest(tmp_path):
     relax = data["relax"][0]
     assert relax["constraint"] == "jobs.chat.min_tokens_per_s_per_user"
     assert 0 < relax["suggested"] < 2000 and f"{relax['suggested']:,.1f} tok/s per user" in head
+
+
+def test_a_why_not_bound_below_the_plans_cost_claims_nothing():
+    """choose-go.yaml at --explain brief: forcing the fine-tune alone onto a small card leaves a
+    plan whose LP bound is below the plan's own cost. That row may not say the card is costlier by
+    "+$0 or more": it says the bound does not rule it out, with no cost delta; rows whose bound is
+    above the plan keep theirs. Nothing is re-planned at brief, and the rows say which level would."""
+    plan = shipped_plan("choose-go.yaml", explain="brief")[1]
+    base = plan["total_cost_usd_per_year"]
+    bounded = [a for a in plan["alternatives"] if a["basis"] == "lp-bound"]
+    open_ = [a for a in bounded if a["cost_delta_usd_per_year"] is None]
+    assert open_ and len(open_) < len(bounded)
+    for a in bounded:
+        assert "--explain full re-plans the nearest" in a["reason"], a
+        if a["cost_delta_usd_per_year"] is None:
+            assert "does not rule out one as cheap as the plan" in a["reason"], a
+            bound = float(a["reason"].split("on it, $")[1].split("/yr")[0].replace(",", ""))
+            assert bound <= base * (1 + 0.001)
+        else:
+            assert a["cost_delta_usd_per_year"] > 0 and "costs at least" in a["reason"]

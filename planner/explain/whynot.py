@@ -221,6 +221,15 @@ def weighted(fm: FleetModel, res) -> float | None:
     return res.objective if (fm.unserved or fm.slack) and res.objective is not None else None
 
 
+def _unplanned(skipped: bool, outcomes: dict, nearer: str) -> str:
+    """Why a forced accelerator was not re-planned: the explanations' time ran out (skipped), the
+    level re-plans none (--explain brief: no outcomes), or `nearer` ones were (full re-plans the
+    NEAREST_FORCED smallest LP bounds)."""
+    if skipped:
+        return "the explanations' time ran out first"
+    return "--explain full re-plans the nearest" if not outcomes else f"as {nearer} alternatives were"
+
+
 def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dict[str, float | None],
                  limits: dict[str, str] | None = None, objective: float | None = None) -> list[dict]:
     """One row per catalog accelerator the plan does not use: why it cannot serve, or what the
@@ -249,17 +258,21 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         elif got is None and bounds.get(acc) == math.inf:
             row["reason"] = (limits or {}).get(acc) or NO_PLAN
         elif got is None and bounds.get(acc) is not None and objective is not None:
-            why = "the explanations' time ran out first" if skipped else "as nearer alternatives were"
+            why = _unplanned(skipped, outcomes, "nearer")
             worse = bounds[acc] > objective + tol
             row.update(status="costlier", basis="lp-bound", reason=(
                 f"every plan {note} serves less of the demand, by priority, within the scenario's limits, or as "
                 f"much at a higher cost (the LP relaxation's bound on the plan's coverage-first objective; not "
                 f"re-planned, {why})" if worse else
                 f"not re-planned ({why}); the LP relaxation of a plan {note} does not rule out one as good as the plan"))
+        elif got is None and bounds.get(acc) is not None and bounds[acc] <= base + tol:
+            why = _unplanned(skipped, outcomes, "nearer")
+            row.update(status="costlier", basis="lp-bound",
+                       reason=f"not re-planned ({why}); the LP relaxation of the cheapest plan {note}, "
+                              f"{_usd(bounds[acc])}/yr, does not rule out one as cheap as the plan")
         elif got is None and bounds.get(acc) is not None:
-            delta = max(0.0, bounds[acc] - base)
-            why = ("the explanations' time ran out first" if skipped
-                   else "as cheaper alternatives were")
+            delta = bounds[acc] - base
+            why = _unplanned(skipped, outcomes, "cheaper")
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
                        reason=f"the cheapest plan {note} costs at least {_usd(bounds[acc])}/yr (+{_usd(delta)} "
                               f"or more: the LP relaxation's bound; not re-planned, {why})")
