@@ -211,3 +211,41 @@ def test_every_bundled_scenario_verifies(plan_cli, tmp_path):
         out.write_text(json.dumps(plan))
         r = plan_cli("verify", path, out)
         assert r.code == 0, (path, r.err)
+
+
+SPLIT = """
+name: split-70b
+horizon_years: 3
+site: {ownership: colo, cooling: air}
+policy: {acquisition: [buy], accelerators: [h100-sxm, h200-sxm]}
+jobs:
+  - {name: svc, stage: serve, model: llama-3.1-70b, precision: fp8, context_tokens: 8192, concurrent_users: 240,
+     min_tokens_per_s_per_user: 20, max_ttft_s: 2, hours_per_day: 12}
+"""
+
+
+def test_users_served_and_unit_costs_count_the_demand_not_the_replicas(tmp_path):
+    """Whole replicas hold more users than a job has (here 293 held for 240): the
+    placements report the 240 shared out, the unit costs are on those 240; a plan that reports the
+    capacity as served fails verification."""
+    from planner.app.planning import make_plan
+    from planner.data.scenario import load_scenario
+
+    path = tmp_path / "split.yaml"
+    path.write_text(SPLIT)
+    s = load_scenario(path)
+    plan = make_plan(s, explain=False)
+    job = plan["jobs"][0]
+    placed = job["placements"]
+    held = sum(p["replicas"] * p["users_per_replica"] for p in placed)
+    assert held > 240
+    assert sum(p["users_served"] for p in placed) == 240
+    for p in placed:
+        assert 0 < p["users_served"] <= p["replicas"] * p["users_per_replica"]
+    assert job["unit_cost"]["usd_per_user_per_year"] == pytest.approx(job["cost_usd_per_year"] / 240, abs=0.01)
+    cat = resolve(s)
+    assert verify(plan, s, cat).ok
+    bad = copy.deepcopy(plan)
+    for p in bad["jobs"][0]["placements"]:
+        p["users_served"] = min(p["replicas"] * p["users_per_replica"], 240)
+    assert any(f.startswith("[demand]") and "its own replicas report" in f for f in failures(bad, s, cat))

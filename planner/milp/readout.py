@@ -4,6 +4,7 @@ fleet, jobs with placements and unit costs, utilisation, solver. Planning itself
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
 
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
@@ -222,6 +223,8 @@ def placements_of(fm, res, dk: str, t: int) -> list[dict]:
                 out += _pooled_placement(fm, res, dk, i, oid, t, v)
             elif (reps := _int(res, v)) > 0:
                 out.append(serve_placement(fm, oid, fm.options.serve[dk][i], dk, reps, need))
+        if not d.pool:
+            share_users(out, need * (1 - _share_elsewhere(fm, res, dk, t)))
     elif d.kind == "batch":
         for (k, i, oid, tt), v in _of_demand(fm, "x", dk):
             share = _val(res, v)
@@ -253,6 +256,35 @@ def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int
                              **({"basis_note": opt.basis_note} if opt.basis_note else {}),
                              **({"disaggregated": half_row(opt.half)} if opt.half is not None else {}),
                              "users_served": min(replicas * opt.users_per_replica, users_needed)})
+
+
+def _share_elsewhere(fm, res, dk: str, t: int) -> float:
+    """The share of serving demand dk in year t its own replicas do not carry: on hosted APIs, and
+    left unserved (max-coverage)."""
+    shares = [_val(res, v) for (k, _, tt), v in fm.api.items() if k == dk and tt == t]
+    if (dk, t) in fm.unserved:
+        shares.append(_val(res, fm.unserved[(dk, t)]))
+    return min(1.0, sum(shares))
+
+
+def share_users(placements: list[dict], users: float) -> None:
+    """A demand's users over its own replicas' placements (in place): each at most what its replicas
+    hold, together the users left to them (its demand less its API share and what is left unserved;
+    whole users), in proportion to what each holds, largest remainders rounding up: a load balancer
+    spreads a job's users over its replicas alike. Whole replicas hold more than the demand: 240 users
+    on 2 replicas of 61 and 1 of 171 (293 held) are 100 and 140 served, not 122 and 171, and the unit
+    costs count 240 users."""
+    held = [p["replicas"] * p["users_per_replica"] for p in placements]
+    total = sum(held)
+    target = min(total, math.ceil(users - 1e-9))
+    if not placements or total <= target:
+        return
+    raw = [h * target / total for h in held]
+    served = [math.floor(r) for r in raw]
+    for k in sorted(range(len(raw)), key=lambda k: (served[k] - raw[k], k))[:target - sum(served)]:
+        served[k] += 1
+    for p, n in zip(placements, served):
+        p["users_served"] = n
 
 
 def _pooled_placement(fm, res, dk: str, i: int, oid: str, t: int, v) -> list[dict]:

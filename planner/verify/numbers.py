@@ -14,6 +14,8 @@ request (output tokens / output tokens per request); training, cost_j per run; R
 
 from __future__ import annotations
 
+import math
+
 from planner.data.catalog import Catalog
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from planner.data.jobs import output_tokens_per_s_per_user
@@ -83,10 +85,10 @@ def check_placement(p: dict, part, v: Verification) -> None:
             v.check("demand", served == want and p["replica_load"] <= p["replicas"] * (1 + 1e-6) + 1e-4,
                     f"{where}: reports {served} users served; a load of {p['replica_load']} replicas of {upr} "
                     f"users serves {want} of {part.users} (pool of {p['replicas']} replicas)")
-        elif served is not None and whole(upr):
-            v.check("demand", served == min(p["replicas"] * upr, part.users),
+        elif served is not None and whole(upr):  # (their share of the part: verify.placements.check_serve)
+            v.check("demand", whole(served) and 0 <= served <= min(p["replicas"] * upr, math.ceil(part.users)),
                     f"{where}: reports {served} users served; {p['replicas']} replicas of {upr} users "
-                    f"serve {min(p['replicas'] * upr, part.users)} of {part.users}")
+                    f"serve at most {min(p['replicas'] * upr, math.ceil(part.users))} of {part.users}")
     elif part.kind == "batch":
         share = p.get("share_of_runs")
         v.check("plan", isinstance(share, (int, float)) and 0.0 < share <= 1.0 + 1e-9,

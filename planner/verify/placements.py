@@ -116,6 +116,12 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
             ledger.rent_hours[o.id][part.key] = hours
         ledger.uses[o.id].add("serve")
     cross.check_links(part, links, v)
+    own = [p for p in placed if "pool" not in p and p.get("users_served") is not None]
+    held = sum(p["replicas"] * p["users_per_replica"] for p in own)
+    left = min(held, part.users * (1 - short))  # the users its own replicas serve, whole (readout.share_users)
+    v.check("demand", not own or abs(sum(p["users_served"] for p in own) - left) <= 1 + 1e-6 * part.users,
+            f"'{part.key}': its own replicas report {sum(p['users_served'] for p in own)} users served; they "
+            f"hold {held} and the demand left to them is {part.users * (1 - short):.1f}")
     need = part.users * (1 - short)
     v.check("demand", supply >= need - 1e-6 * part.users - sum(5e-5 * p["users_per_replica"] for p in placed if "pool" in p),
             f"'{part.key}' serves {supply} users of {part.users}" + (f" ({short:.1%} unserved)" if short else ""))
