@@ -121,9 +121,10 @@ def test_steep_price_decline_buys_later(tmp_path, plan_cli):
     # by hand: rent 8760 h x $20, then x 0.4 and x 0.16, discounted at 8% a year
     rent = 8760 * 20 * (1 + 0.4 / 1.08 + 0.16 / 1.08 ** 2)
     assert steep["npv_usd"] == pytest.approx(rent, rel=1e-6)
-    # flat: $300k now, running costs each year, 40% of the price back after 3 of 5 years
+    # flat: $300k now, running costs each year, the market's residual back after 3 of 5 years (what
+    # a one-year plan of 3 years credits: 0.61 realised x 0.72^3 kept, economics.md s3)
     opex = flat["years"][0]["opex_usd"]
-    npv = 300000 + opex * (1 + 1 / 1.08 + 1 / 1.08 ** 2) - 0.4 * 300000 / 1.08 ** 3
+    npv = 300000 + opex * (1 + 1 / 1.08 + 1 / 1.08 ** 2) - 0.61 * 0.72 ** 3 * 300000 / 1.08 ** 3
     assert flat["npv_usd"] == pytest.approx(npv, rel=1e-6)
 
 
@@ -219,3 +220,21 @@ def test_max_coverage_why_not_never_prices_the_coverage_weight(tmp_path, plan_cl
         assert "coverage-first objective" in a["reason"] or "does not rule out" in a["reason"], a
     for a in by_basis["milp"]:
         assert abs(a["cost_delta_usd_per_year"]) < 60000, a
+
+
+def test_one_fleet_costs_the_same_a_year_planned_for_one_year_or_by_year():
+    """bank.yaml planned as one year, and by year (a growth of 0.01% a year makes it a multi-year
+    plan with the same fleet): the same systems cost the same a year in both, resale at the horizon
+    read from the same market curve (the accounting view: the purchase less its discounted resale,
+    annuitised over the years held)."""
+    from planner.app.planning import make_plan
+    from planner.data.scenario import load_scenario
+
+    one = make_plan(load_scenario(SCENARIOS / "bank.yaml"), explain=False)
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    s = s.model_copy(update={"jobs": [j.model_copy(update={"growth_per_year": 0.0001}) for j in s.jobs]})
+    years = make_plan(s, explain=False)
+    assert years.get("years") and not one.get("years")
+    fleet = lambda p: sorted((f["offer"], f["systems"]) for f in p["fleet"])  # noqa: E731
+    assert fleet(one) == fleet(years)
+    assert years["total_cost_usd_per_year"] == pytest.approx(one["total_cost_usd_per_year"], rel=1e-4)

@@ -57,7 +57,8 @@ def npv_by_enumeration(s: Scenario) -> float:
             held = [need[0], max(need)]
             bought = [held[0], held[1] - held[0]]
             cash = [bought[t] * o.purchase_usd + held[t] * per_system_year + busy[t] for t in (0, 1)]
-            resale = sum(b * o.purchase_usd * (1 - (2 - t) / o.useful_life_years) for t, b in enumerate(bought))
+            # each leaves at the start of year 3, 2 - t years old, for the market's residual share
+            resale = sum(b * o.purchase_usd * 0.61 * max(0.03, 0.72 ** (2 - t)) for t, b in enumerate(bought))
             npv = cash[0] + cash[1] / (1 + rate) - resale / (1 + rate) ** 2
             best = min(best, npv)
     return best

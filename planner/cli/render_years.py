@@ -60,8 +60,8 @@ def purchase_rows(plan: dict) -> list[dict]:
 
 def headline(plan: dict) -> str:
     """What the two money views mean and the NPV the solver minimised (the first line states the totals)."""
-    return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all. Annuitised view: purchases "
-            f"spread over their useful life, {usd(plan['total_cost_usd_per_year'])} per year. NPV {usd(plan['npv_usd'])}: "
+    return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all. Annuitised view: each "
+            f"purchase spread over the years held, less what it resells for, {usd(plan['total_cost_usd_per_year'])} per year. NPV {usd(plan['npv_usd'])}: "
             f"the cash discounted at {plan['discount_rate']:.0%}, resale credited ({plan['mode']}). "
             "Fleet and jobs below are the final year's.")
 

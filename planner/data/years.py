@@ -16,18 +16,21 @@ from planner.data.scenario import Scenario
 class Trend:
     decline: float = 0.0
     available_from: int = 1
-    resale_fraction: float = 0.0
+    resale_fraction: float | None = None
+    """None: not set by the scenario, a system leaving the fleet fetches the market's residual
+    (physics.costs.exit_share)"""
 
 
 def trend_for(s: Scenario, accelerator: str) -> Trend:
-    """The trend of one accelerator: '*' rows first, then its own row's explicitly set fields."""
+    """The trend of one accelerator: '*' rows first, then its own row; each row's explicitly set
+    fields (a field no row sets keeps Trend's default)."""
     names = {"price_decline_per_year": "decline", "available_from_year": "available_from",
              "resale_fraction": "resale_fraction"}
     got: dict = {}
     for star in (True, False):
         for t in s.trends:
             if (t.accelerator == "*") == star and (star or t.accelerator == accelerator):
-                got.update({names[f]: getattr(t, f) for f in (names if star else t.model_fields_set & names.keys())})
+                got.update({names[f]: getattr(t, f) for f in t.model_fields_set & names.keys()})
     return Trend(**got)
 
 

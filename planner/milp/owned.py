@@ -13,10 +13,14 @@ NPV (years 1..H): P[o,t] p[o,t] is capex in year t; support (P x support fractio
 idle power are paid each year it is held; reserved contracts pay rate x f(t) x 8760 each year of the
 term (terms running past the horizon are discounted into `beyond`). A bought system leaves the fleet
 at the end of its life or of the horizon (start of year s) after a years of its life L and fetches
-P[o,tau] (1 - decline)^(s - tau) max(rf, 1 - (1 - rf) a / L): its remaining book value at the prices
-of the day (used hardware tracks new prices), rf = the trend's resale_fraction.
+P[o,tau] x costs.exit_share(a, L): the market's residual, as a one-year plan reads it (nothing once
+used up), or with the trend's resale_fraction rf, max(rf, 1 - (1 - rf) a / L) at the prices of the
+day ((1 - decline)^a: used hardware tracks new prices). The accounting view (capital, per year held)
+is costs.held_capital_usd_per_year: the purchase less the discounted sale annuitised over the years
+held, as a one-year plan's capital, so that one fleet costs the same a year in both.
 
-Edge units e[d,i,o,t] (integer) are bought like systems but serve one demand and are not shared.
+Edge units e[d,i,o,t] (integer) are bought like systems but serve one demand and are not shared;
+their capital is a system's (costs.capital_usd_per_year in one year, the same held capital over years).
 """
 
 from __future__ import annotations
@@ -31,11 +35,11 @@ RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
 
 
 def resale_value(m, oid: str, bought: int, sold: int) -> float:
-    """Value of one system bought at the start of year `bought`, sold at the start of year `sold`."""
+    """Value of one system bought at the start of year `bought`, sold at the start of year `sold`
+    (costs.exit_share)."""
     o, tr = m.offer(oid), m.trend(oid)
-    age = sold - bought
-    share = max(tr.resale_fraction, 1.0 - (1.0 - tr.resale_fraction) * age / o.useful_life_years)
-    return o.purchase_usd * m.factor(oid, bought) * (1.0 - tr.decline) ** age * share
+    share = costs.exit_share(sold - bought, o.useful_life_years, tr.resale_fraction, tr.decline)
+    return o.purchase_usd * m.factor(oid, bought) * share
 
 
 def _purchase(m, oid: str, t: int, var, yearly: dict[str, float], fleet: bool = True) -> None:
@@ -43,17 +47,17 @@ def _purchase(m, oid: str, t: int, var, yearly: dict[str, float], fleet: bool = 
     the systems join the shared fleet; edge units do not)."""
     o, last, rate = m.offer(oid), m.last, m.scenario.policy.discount_rate
     price = o.purchase_usd * m.factor(oid, t)
-    life = life_years(o)
+    out = min(last, t + life_years(o) - 1)  # its last year held: the end of its life or of the horizon
+    value = resale_value(m, oid, t, out + 1)
+    capital = costs.held_capital_usd_per_year(price, rate, o.useful_life_years, out + 1 - t, value)
     m.pay(t, price, var, oid)
-    for h in range(t, min(last, t + life - 1) + 1):
+    for h in range(t, out + 1):
         if fleet:
             m.held_terms.setdefault((oid, h), []).append(var)
         m.cost(h, "support", price * m.scenario.site.support_fraction_per_year, var, oid)
         for comp, usd in yearly.items():
             m.cost(h, comp, usd, var, oid)
-        m.capital.setdefault(h, []).append((price * costs.annuity(rate, o.useful_life_years), var, oid))
-    out = min(last, t + life - 1)
-    value = resale_value(m, oid, t, out + 1)
+        m.capital.setdefault(h, []).append((capital, var, oid))
     if value > 0:
         m.resale.setdefault(out, []).append((value, var, oid))
 
@@ -96,7 +100,7 @@ def define_owned_variables(m) -> None:
 def define_edge_variables(m) -> None:
     """e[d,i,o,t] edge units bought in year t from the offers d may use (bought ones); they count
     as capex in year t and are held for their life (one year in a single-period plan, costed at
-    the annuity plus support); the demand row asks for units[d,t] held; the units of one offer held
+    a system's capital plus support); the demand row asks for units[d,t] held; the units of one offer held
     in a year stay within its cap (max_systems, else policy.max_systems_per_offer)."""
     rate = m.scenario.policy.discount_rate
     for dk, opts in sorted(m.options.edge.items()):
@@ -108,8 +112,8 @@ def define_edge_variables(m) -> None:
                     if m.npv:
                         _purchase(m, oid, t, v, {}, fleet=False)
                         continue
-                    unit = o.purchase_usd * (costs.annuity(rate, o.useful_life_years)
-                                             + m.scenario.site.support_fraction_per_year)
+                    unit = (costs.capital_usd_per_year(o, rate, m.scenario.horizon_years)
+                            + o.purchase_usd * m.scenario.site.support_fraction_per_year)
                     m.cost(t, "capital", unit, v, oid)
                     m.pay(t, o.purchase_usd, v, oid)
 

@@ -1,8 +1,10 @@
 """A solved multi-year model read out into the plan's JSON contract (planning is app/planning.py).
 
 The single-period keys keep their meaning where they can, for the final year of the horizon:
-  total_cost_usd_per_year      the average yearly cost in the accounting view (purchases annuitised
-                               over their useful life, plus running costs), over the horizon
+  total_cost_usd_per_year      the average yearly cost in the accounting view (each purchase's
+                               capital per year held: its price less the discounted resale annuitised
+                               over the years held, as a one-year plan's; plus running costs), over
+                               the horizon
   total_cost_usd_over_horizon  the cash paid over the horizon (= cash_total_usd, the sum of the years'
                                cost_usd; the accounting view's sum is annuitised_total_usd)
   fleet, jobs, utilisation     the final year's fleet (what you hold at the end), its placements and
@@ -77,7 +79,8 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "utilisation": years[-1]["utilisation"],
         "years": years,
         "views": {"cash": "capex in the year it is paid plus opex; budgets cap this view",
-                  "accounting": "purchases annuitised over their useful life at policy.discount_rate plus opex",
+                  "accounting": "purchases annuitised at policy.discount_rate over the years held, less their discounted "
+                                "resale (as a one-year plan's capital), plus opex",
                   "npv": "cash discounted to year 1, resale of systems leaving the fleet credited; minimised",
                   "final_year": "fleet, jobs and utilisation describe the final year of the horizon"},
         "solver": {"name": res.solver, "seconds": r2(res.seconds, 3), "gap": r2(res.gap, 6),

@@ -75,7 +75,8 @@ def residual_value_usd(offer: Offer, horizon_years: float | None) -> float:
 
 def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: float | None = None) -> float:
     """Yearly capital cost of one bought system: the annuity over its useful life, or, resold at
-    the end of a shorter horizon H, the purchase less the discounted resale, annuitised over H.
+    the end of a shorter horizon H, the purchase less the discounted resale, annuitised over H
+    (held_capital_usd_per_year).
 
     >>> from types import SimpleNamespace as O
     >>> o = O(acquisition="buy", purchase_usd=100.0, useful_life_years=5)
@@ -84,8 +85,46 @@ def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: floa
     """
     if not resold_at_horizon(offer, horizon_years):
         return offer.purchase_usd * annuity(discount_rate, offer.useful_life_years)
-    back = residual_value_usd(offer, horizon_years) * (1.0 + discount_rate) ** -horizon_years
-    return (offer.purchase_usd - back) * annuity(discount_rate, horizon_years)
+    return held_capital_usd_per_year(offer.purchase_usd, discount_rate, offer.useful_life_years, horizon_years,
+                                     residual_value_usd(offer, horizon_years))
+
+
+def exit_share(age_years: float, life_years: float, resale_fraction: float | None = None,
+               decline: float = 0.0) -> float:
+    """Share of its purchase price a bought system fetches when it leaves the fleet after
+    `age_years` of its `life_years`: without a resale assumption of the scenario's (trends:
+    resale_fraction), the market's, as a one-year plan reads it (residual_fraction), never above
+    the realised share of the new price of the day where the scenario's prices fall faster than the
+    market's curve (RESALE_REALISED (1 - decline)^age: used hardware tracks new prices), and nothing
+    once its life is over (used up); with one, rf, its straight-line book value
+    max(rf, 1 - (1 - rf) age / life) at the prices of the day ((1 - decline)^age).
+
+    >>> round(exit_share(3, 5), 4), exit_share(5, 5), round(exit_share(3, 5, decline=0.6), 4)
+    (0.2277, 0.0, 0.039)
+    >>> round(exit_share(3, 5, 0.1, 0.15), 4)
+    0.2825
+    """
+    if resale_fraction is None:
+        if age_years >= life_years:
+            return 0.0
+        return min(residual_fraction(age_years), RESALE_REALISED * max(RESIDUAL_FLOOR, (1.0 - decline) ** age_years))
+    return (1.0 - decline) ** age_years * max(resale_fraction, 1.0 - (1.0 - resale_fraction) * age_years / life_years)
+
+
+def held_capital_usd_per_year(price: float, discount_rate: float, life_years: float, held_years: float,
+                              exit_usd: float) -> float:
+    """Yearly capital cost of one system bought at `price`, held `held_years` and sold for
+    `exit_usd` when it leaves: the purchase less the discounted sale, annuitised over the years
+    held; with nothing back, the annuity over its useful life (kept until used up). One formula for
+    the one-year plans (capital_usd_per_year) and each year a multi-year plan holds it
+    (milp/owned.py), so that one fleet costs the same a year in both.
+
+    >>> round(held_capital_usd_per_year(100.0, 0.0, 5, 3, 22.77), 2), held_capital_usd_per_year(100.0, 0.0, 5, 5, 0.0)
+    (25.74, 20.0)
+    """
+    if exit_usd <= 0:
+        return price * annuity(discount_rate, life_years)
+    return (price - exit_usd * (1.0 + discount_rate) ** -held_years) * annuity(discount_rate, held_years)
 
 
 def run_hours(hours: float, acquisition: str) -> float:

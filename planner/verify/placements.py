@@ -199,8 +199,8 @@ def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         ledger.usage[o.id][part.key] += p["replicas"] * system.accelerators * HOURS_PER_YEAR
         ledger.edge_units[o.id] += p["replicas"]
         rate = s.policy.discount_rate
-        ledger.edge_usd[o.id] += p["replicas"] * o.purchase_usd * (
-            costs.annuity(rate, o.useful_life_years) + s.site.support_fraction_per_year)
+        ledger.edge_usd[o.id] += p["replicas"] * (costs.capital_usd_per_year(o, rate, s.horizon_years)
+                                                  + o.purchase_usd * s.site.support_fraction_per_year)
         ledger.uses[o.id].add("edge")
     # (the unserved share is stated to 4 places: allow what that rounding hides)
     v.check("demand", units >= part.units * (1 - short) - part.units * 5e-5 - 1e-9 or (short and units == 0),

@@ -11,10 +11,14 @@
   cash       capex_t = sum of that year's purchases (reserved fees are opex); opex_t >= support,
              hosting and idle power of the bought systems held + reserved fees + the fleet's
              system types x policy.cost_per_system_type_usd_year
-  accounting annuitised_t - opex_t = sum over bought systems held of price_tau x annuity(r, life);
-             the fleet rows add up to annuitised_t, each bought row at least its fixed costs
+  accounting annuitised_t - opex_t = sum over bought systems held of their yearly capital: the price
+             less the discounted resale annuitised over the years held (nothing back: price_tau x
+             annuity(r, life)); the fleet rows add up to annuitised_t, each bought row at least its
+             fixed costs
   resale     a bought system leaves at the end of its life or of the horizon (start of year s, a years
-             old) for price_tau (1 - decline)^a max(rf, 1 - (1 - rf) a / life)
+             old) for price_tau x costs.exit_share(a, life): the market's residual (nothing once used
+             up), or with the trend's resale_fraction rf, (1 - decline)^a
+             max(rf, 1 - (1 - rf) a / life)
   NPV        sum_t (capex_t + opex_t) / (1+r)^(t-1) - sum_t resale_t / (1+r)^t + reserved fees owed
              past the horizon, discounted the same way; totals are the sums of the years
 """
@@ -50,6 +54,12 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
 
     def term(o) -> int:
         return life_years(o) if o.acquisition == "buy" else RESERVED_YEARS[o.acquisition]
+
+    def exit_usd(o, tau: int, age: int) -> float:
+        """what one system of o bought in year tau fetches leaving `age` years later: the market's
+        share, or the trend's book value where the scenario sets resale_fraction"""
+        tr = trend_for(s, cat.systems[o.system].accelerator)
+        return unit_price(o, tau) * costs.exit_share(age, o.useful_life_years, tr.resale_fraction, tr.decline)
 
     bought: dict[str, dict[int, int]] = defaultdict(dict)  # offer -> year -> systems acquired
     for y in years:
@@ -100,7 +110,9 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
                     continue
                 if o.acquisition == "buy":
                     fixed = costs.owned_fixed_usd_per_year(o, system, site, rate)
-                    capital += price * costs.annuity(rate, o.useful_life_years) * n
+                    held_years = min(last, tau + term(o) - 1) + 1 - tau
+                    capital += costs.held_capital_usd_per_year(price, rate, o.useful_life_years, held_years,
+                                                               exit_usd(o, tau, held_years)) * n
                     kept = 0.0 if system.kind in DEVICES else fixed["hosting"] + fixed["power"] + fixed["ops"]
                     fixed_opex += (price * site.support_fraction_per_year + kept) * n
                 else:
@@ -130,12 +142,9 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
             o = cat.offers[oid]
             if o.acquisition != "buy":
                 continue
-            tr = trend_for(s, cat.systems[o.system].accelerator)
             for tau, n in per_year.items():
                 if min(last, tau + term(o) - 1) == t:
-                    age = t + 1 - tau
-                    share = max(tr.resale_fraction, 1.0 - (1.0 - tr.resale_fraction) * age / o.useful_life_years)
-                    resale += n * unit_price(o, tau) * (1.0 - tr.decline) ** age * share
+                    resale += n * exit_usd(o, tau, t + 1 - tau)
         v.check("costs", close(y["resale_usd"], resale), f"year {t}: resale ${y['resale_usd']:,.2f}; the systems "
                 f"leaving fetch ${resale:,.2f}")
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"]),
