@@ -238,3 +238,14 @@ def test_one_fleet_costs_the_same_a_year_planned_for_one_year_or_by_year():
     fleet = lambda p: sorted((f["offer"], f["systems"]) for f in p["fleet"])  # noqa: E731
     assert fleet(one) == fleet(years)
     assert years["total_cost_usd_per_year"] == pytest.approx(one["total_cost_usd_per_year"], rel=1e-4)
+
+
+def test_summary_says_when_purchases_are_paid(annual):
+    """A multi-year plan's summary gives the yearly average and each year's purchases, not one
+    'up front' figure summing purchases made years apart."""
+    paid = [y for y in annual["years"] if y["capex_usd"] > 0]
+    assert len(paid) >= 2  # (annual-budget buys in two years)
+    assert "up front" not in annual["summary"]
+    assert "on average over 3 years (purchases paid " in annual["summary"]
+    for y in paid:
+        assert f"${y['capex_usd']:,.0f} in year {y['year']}" in annual["summary"]

@@ -36,3 +36,8 @@ def unit_cost_text(uc: dict) -> str:
     if uc.get("usd_per_device_per_year") is not None:
         parts.append(f"{usd(uc['usd_per_device_per_year'])} per device-year")
     return "; ".join(parts)
+
+
+def listed(items: list[str]) -> str:
+    """Items in a sentence: 'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -13,7 +13,7 @@ import math
 
 from planner.data import jobs
 from planner.data.fleet_words import fleet_item
-from planner.data.money import hours_text, unit_cost_text
+from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
 from planner.physics import disagg, serving, training
 
@@ -187,10 +187,14 @@ def three_checks(job: dict, spec, cat) -> dict:
 def summary(plan: dict, s) -> str:
     """The recommendation in one paragraph."""
     parts = [_item(f) for f in plan["fleet"]]
-    purchase = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"])
     text = "; ".join(parts) or "Nothing to acquire"
     text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
-    if purchase:
+    if plan.get("years"):  # the final year's fleet; purchases paid when made
+        paid = [f"${y['capex_usd']:,.0f} in year {y['year']}" for y in plan["years"] if y["capex_usd"] > 0]
+        text += f" on average over {len(plan['years'])} years"
+        if paid:
+            text += f" (purchases paid {listed(paid)})"
+    elif purchase := sum(f["purchase_usd"] or 0.0 for f in plan["fleet"]):
         text += f" (${purchase:,.0f} up front)"
     text += "."
     rate = s.policy.cost_per_system_type_usd_year

@@ -24,6 +24,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
+from planner.data.money import listed
 from planner.data.years import year_caps
 from planner.explain import batch
 from planner.explain.replan import MAX_NODES, MAX_WORKERS, builder
@@ -126,7 +127,7 @@ def _limits_text(s, em, values: dict, moved: list[str], basis: str) -> str:
                          "summed over the years")
             continue
         needs = [unit(cap + x) + when(t) for t, x in amounts]
-        needs = ", ".join(needs[:-1]) + " and " + needs[-1] if len(needs) > 1 else needs[0]
+        needs = listed(needs)
         parts.append(f"it needs {BASIS[basis]}{needs} of site power, above {where} ({unit(cap)})" if power else
                      f"it {'spends' if em.npv else 'costs'} {BASIS[basis]}{needs}, above {where} ({unit(cap)})")
     if not parts:
