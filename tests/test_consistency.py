@@ -54,6 +54,24 @@ def test_a_job_no_allowed_offer_may_serve_exits_3_naming_the_rule(tmp_path, plan
     assert out["relax"][0]["family"] == "policy" and reason in out["relax"][0]["message"]
 
 
+def test_an_edge_job_whose_device_class_the_catalog_lacks_says_so(tmp_path, plan_cli):
+    """A phone job, and no phone in the catalog: exit 3 naming the device class and the classes the
+    catalog has, not every accelerator's offers; a desk job's why-not gives a rack GPU that reason."""
+    phone = {**ROBOT, "name": "phone", "device": "phone"}
+    res = plan_cli(_write(tmp_path, {"name": "t", "policy": {"acquisition": ["buy"]}, "jobs": [phone]}),
+                   "--format", "json")
+    assert res.code == 3, res.err
+    out = json.loads(res.out)
+    assert out["diagnosis"].startswith("job 'phone': the catalog has no phone-class device (device: phone)")
+    assert "no offer in the catalog" not in out["diagnosis"] and "not in policy" not in out["diagnosis"]
+    assert "(any, desk, robot)" in out["relax"][0]["message"]
+    desk = make_plan(scenario([{**ROBOT, "name": "desk", "device": "desk"}], site={"kind": "office"},
+                              policy={"acquisition": ["buy"]}), explain="brief")
+    rows = {a["accelerator"]: a for a in desk["alternatives"]}
+    assert rows["h100-sxm"]["status"] == "infeasible"
+    assert rows["h100-sxm"]["reason"] == "no desk-class device carries it (desk jobs run on a workstation)"
+
+
 def test_the_same_job_plans_once_the_rule_is_lifted():
     spot = make_plan(scenario([CHAT], policy={"acquisition": ["spot"], "spot_for_serving": True}), explain=False)
     assert {f["acquisition"] for f in spot["fleet"]} == {"spot"}

@@ -113,7 +113,7 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
         first = job["placements"][0] if job["placements"] else None
         api = "; ".join(f"{a['users_served']:,.0f} users on {a['provider']}'s API" for a in job.get("api") or [])
         text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year" + (f"; {api}" if api else "")
-                + (f"; {unit_cost_text(job['unit_cost'])}" if unit_cost_text(job["unit_cost"]) else "")
+                + (f"; {unit}" if (unit := unit_cost_text(job["unit_cost"], headline_only=True)) else "")
                 + (f"; {_split(job['placements']) or _placement(first, shared, len(job['placements']) - 1)}"
                    if first else "" if api else "; nothing placed"))
         out += _wrap(text, width, "  ", limit=2 if len(jobs) <= 3 else 1)

@@ -17,14 +17,18 @@ def hours_text(h: float) -> str:
     return f"{h:,.1f} h" if h >= 0.05 else f"{h * 60:,.1f} min"
 
 
-def unit_cost_text(uc: dict) -> str:
+def unit_cost_text(uc: dict, headline_only: bool = False) -> str:
     """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict; a
-    job whose headline unit is input tokens leads with '$0.066 per million input tokens'."""
+    job whose headline unit is input tokens leads with '$0.066 per million input tokens or $0.264 per
+    million output (each the whole cost)': each is the job's whole cost over that stream (readout._unit_cost),
+    unlike an API's list prices, which add up. headline_only: the headline unit alone (--brief)."""
     parts = []
-    if uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None:
+    if uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None and headline_only:
+        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens")
+    elif uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None:
         # a prefill-heavy job (RAG, summarising) is priced by what it reads first
-        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens "
-                     f"({usd(uc['usd_per_million_tokens'], 3)} per million output tokens)")
+        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens or "
+                     f"{usd(uc['usd_per_million_tokens'], 3)} per million output (each the whole cost)")
     elif uc.get("usd_per_million_tokens") is not None:
         parts.append(f"{usd(uc['usd_per_million_tokens'], 3)} per million output tokens")
     if uc.get("usd_per_user_per_year") is not None:

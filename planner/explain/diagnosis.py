@@ -15,6 +15,7 @@ from planner.explain.three_checks import closest_miss
 from planner.milp import fleet as model
 from planner.milp.readout import r2
 from planner.milp.solve import solve
+from planner.options.edge import EDGE_KINDS, device_reasons
 from planner.options.types import Demand, Options
 
 
@@ -39,6 +40,15 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
         if closest:
             lines.append(f"job '{d.key}': {closest[0]}")
             relax.append(closest[1])
+        elif d.kind == "edge" and s is not None and cat is not None and not _carriers(d, s, cat):
+            device = next(j.device for j in s.jobs if j.name == d.job)
+            others = sorted(k for k in EDGE_KINDS if k != device and _carriers(d, s, cat, k))
+            fix = (f"add a {device}-class device to the catalog (--catalog), or set the job's device to a class "
+                   f"the catalog has ({', '.join(others) or 'none'})")
+            lines.append(f"job '{d.key}': the catalog has no {device}-class device (device: {device})\n"
+                         f"    To fix: {fix}")
+            relax.append({"family": "options", "constraint": d.key, "message": fix})
+            continue  # (every accelerator's reason is that one)
         elif _demand_rules(d, opts):
             rules = _demand_rules(d, opts)
             lines.append(f"job '{d.key}': the policy allows offers, but none this job may use: " + "; ".join(rules))
@@ -52,6 +62,12 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
         for acc, why in sorted(reasons.items())[:40]:
             lines.append(f"  {acc}: {why}")
     return Diagnosis("\n".join(lines), relax)
+
+
+def _carriers(d: Demand, s: Scenario, cat, device: str | None = None) -> set[str]:
+    """The accelerators a device of edge demand d's class (or `device`) carries in the catalog."""
+    device = device or next(j.device for j in s.jobs if j.name == d.job)
+    return set(cat.accelerators) - set(device_reasons(device, cat))
 
 
 def _demand_rules(d: Demand, opts: Options) -> list[str]:

@@ -2,7 +2,7 @@
 
 This is the seam between physics and the solver: a ServeOption says how many users one replica of
 a configuration serves within the per-user speed, TTFT and memory limits; a BatchOption says how
-long one fine-tuning/pretraining run takes on n accelerators; an EdgeOption is one device per unit.
+long one fine-tuning/pretraining run takes on n accelerators; an EdgeOption (options/edge.py) is one device per unit.
 Anything that cannot run records why, per job and accelerator, for the why-not table.
 """
 
@@ -20,18 +20,19 @@ from planner.data.jobs import (  # noqa: F401
     rollout_workload,
     serve_workload,
 )
-from planner.data.scenario import EdgeJob, Scenario
+from planner.data.scenario import Scenario
 from planner.options import disagg as disagg_options
 from planner.options import measured, probe
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
+from planner.options.edge import device_reasons, edge_config
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
     kind_phrase,
     record_eligible,
 )
-from planner.options.types import BatchOption, Demand, EdgeOption, Options, ServeOption
+from planner.options.types import BatchOption, Demand, Options, ServeOption
 from planner.physics import moe, serving, training
 
 MAX_TP_DENSE = 16
@@ -223,27 +224,6 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     return out, ""
 
 
-# --- edge ---------------------------------------------------------------------------------------
-
-EDGE_KINDS = {"robot": ("edge",), "desk": ("workstation",), "phone": (), "any": ("edge", "workstation")}
-
-
-def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[EdgeOption | None, str]:
-    if system.accelerators != 1 or system.kind not in EDGE_KINDS[job.device]:
-        return None, ""
-    wl = edge_workload(job)
-    est = serving.estimate(m, acc, wl, 1, 1, 1)
-    power_w = acc.tdp_w or system.power_kw * 1000
-    if not est.fits:
-        return None, est.reason
-    if est.tokens_per_s_per_user < job.min_tokens_per_s:
-        return None, f"{est.tokens_per_s_per_user:.1f} tok/s ({est.regime}-bound), below {job.min_tokens_per_s:g}"
-    if job.max_power_w and power_w > job.max_power_w:
-        return None, f"draws {power_w:.0f} W, above the {job.max_power_w:g} W limit"
-    return EdgeOption(demand, system.id, acc.id, est.tokens_per_s_per_user, est.memory_gb_per_accelerator,
-                      est.memory_gb_capacity, power_w, est.regime), ""
-
-
 # --- everything ---------------------------------------------------------------------------------
 
 def build(s: Scenario, cat: Catalog, reuse: Options | None = None, rebuild: frozenset[str] = frozenset()) -> Options:
@@ -292,6 +272,9 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
         job = jobs[d.job]
         m = cat.models[job.model]
         record_eligible(opts, d, s, cat, eligibility)
+        if d.kind == "edge":  # (first: an accelerator no device of the job's class carries needs no other reason)
+            for acc_id, why in device_reasons(job.device, cat).items():
+                opts.note(d.key, acc_id, why)
         lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
         found = lists.setdefault(d.key, [])
         for sid in sorted({opts.offers[oid].system for oid in opts.eligible[d.key]}):
