@@ -72,6 +72,16 @@ def test_an_edge_job_whose_device_class_the_catalog_lacks_says_so(tmp_path, plan
     assert rows["h100-sxm"]["reason"] == "no desk-class device carries it (desk jobs run on a workstation)"
 
 
+def test_hardware_bought_runs_in_the_sites_region():
+    """policy.regions [eu]: hardware bought from a vendor selling everywhere runs at the site, so an
+    EU site may buy it; a US site allowing only EU offers may not."""
+    buy_eu = {"regions": ["eu"], "acquisition": ["buy"]}
+    plan = make_plan(scenario([CHAT], site={"region": "eu"}, policy=buy_eu), explain=False)
+    assert plan["fleet"] and all(f["acquisition"] == "buy" and f["region"] == "global" for f in plan["fleet"])
+    with pytest.raises(InfeasibleError):
+        make_plan(scenario([CHAT], site={"region": "us"}, policy=buy_eu), explain=False)
+
+
 def test_the_same_job_plans_once_the_rule_is_lifted():
     spot = make_plan(scenario([CHAT], policy={"acquisition": ["spot"], "spot_for_serving": True}), explain=False)
     assert {f["acquisition"] for f in spot["fleet"]} == {"spot"}

@@ -54,6 +54,14 @@ def allowed_regions(s: Scenario) -> list[str]:
     return list(s.policy.regions) if s.policy.regions is not None else [s.site.region, "global"]
 
 
+def in_regions(o, s: Scenario, regions: list[str]) -> bool:
+    """Whether an offer's hardware runs in one of `regions` (policy.regions): a rented offer in its
+    region; hardware bought from a vendor selling everywhere ('global') also at the site, in the
+    site's region (an EU agency allowing only 'eu' may buy for its EU site); a vendor selling in
+    one region only, there."""
+    return o.region in regions or (o.acquisition == "buy" and o.region == "global" and s.site.region in regions)
+
+
 def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
     """A warning for each acquisition mode the policy names that no offer sells for a system the
     policy allows (its accelerator, provider, software stack and region): the mode cannot be used.
@@ -69,7 +77,7 @@ def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
     for o in cat.offers.values():
         system = cat.systems.get(o.system)
         if (system and system.accelerator in allowed and o.provider not in p.exclude_providers
-                and (p.providers is None or o.provider in p.providers) and o.region in regions):
+                and (p.providers is None or o.provider in p.providers) and in_regions(o, s, regions)):
             modes.add(o.acquisition)
     for mode in p.acquisition:
         if mode in ACQUISITIONS and mode not in modes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from planner.data.catalog import Catalog, Offer, System
-from planner.data.consistency import allowed_regions  # noqa: F401  (re-exported: options.api reads it here)
+from planner.data.consistency import allowed_regions, in_regions  # noqa: F401  (allowed_regions: options.api reads it here)
 from planner.data.scenario import Scenario
 from planner.options.types import BatchOption, Demand, Options
 from planner.physics import costs
@@ -33,9 +33,9 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
     if o.provider in p.exclude_providers:
         return f"provider '{o.provider}' excluded by policy"
     regions = allowed_regions(s)
-    if o.region not in regions:
-        return (f"region '{o.region}' not in policy.regions ({', '.join(regions)}); the site is in "
-                f"'{s.site.region}'")
+    if not in_regions(o, s, regions):
+        where = "bought for the site, its region" if o.acquisition == "buy" and o.region == "global" else f"region '{o.region}'"
+        return f"{where} not in policy.regions ({', '.join(regions)}); the site is in '{s.site.region}'"
     if p.provider_tiers is not None and o.tier not in p.provider_tiers:
         return f"provider tier '{o.tier}' not in policy.provider_tiers ({', '.join(p.provider_tiers)})"
     if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":

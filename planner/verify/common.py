@@ -60,6 +60,7 @@ def offer_problem(o: Offer, s: Scenario, cat: Catalog) -> str:
         return f"offer '{o.id}' names a system or accelerator the catalog lacks"
     acc = cat.accelerators[system.accelerator]
     p = s.policy
+    regions = p.regions if p.regions is not None else (s.site.region, "global")  # (global hardware bought runs at the site)
     rules = [
         (o.acquisition in p.acquisition, f"acquisition '{o.acquisition}' is not in policy.acquisition"),
         (p.providers is None or o.provider in p.providers, f"provider '{o.provider}' is not in policy.providers"),
@@ -70,8 +71,9 @@ def offer_problem(o: Offer, s: Scenario, cat: Catalog) -> str:
         (not (o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air"),
          f"bought liquid-cooled '{system.id}' at an air-cooled site"),
         (o.max_systems != 0, f"offer '{o.id}' has no availability (max_systems 0)"),
-        (o.region in (p.regions if p.regions is not None else (s.site.region, "global")),
-         f"offer '{o.id}' is in region '{o.region}', outside policy.regions"),
+        (o.region in regions or (o.acquisition == "buy" and o.region == "global" and s.site.region in regions),
+         f"offer '{o.id}' is in region '{o.region}'" + (f" (bought for a site in '{s.site.region}')" if
+                                                        o.acquisition == "buy" else "") + ", outside policy.regions"),
         (p.provider_tiers is None or o.tier in p.provider_tiers,
          f"offer '{o.id}' is of tier '{o.tier}', not in policy.provider_tiers"),
     ]
