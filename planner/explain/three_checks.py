@@ -15,7 +15,7 @@ from planner.data import jobs
 from planner.data.fleet_words import fleet_item
 from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
-from planner.physics import disagg, serving, training
+from planner.physics import disagg, moe, serving, training
 
 ENGINES = {"cuda": "vLLM or TensorRT-LLM", "rocm": "vLLM (ROCm) or SGLang", "xla": "vLLM-TPU or JetStream",
            "neuron": "NxD Inference (vLLM on Neuron)", "gaudi": "vLLM-gaudi", "metal": "MLX or llama.cpp"}
@@ -139,13 +139,13 @@ def _run_it(p: dict, job, stack: str) -> str:
                     f"{half['prompts_per_s_per_replica']:,.2f} a second: expect the first token{ttft.replace(' and first token', '')} "
                     f"including the KV cache's {half['kv_transfer_ms']:,.1f} ms to {half['decode_system']}")
         return (f"benchmark {job.model} ({job.precision} weights, {job.kv_precision} KV) with {_engine(stack)} on "
-                f"{n}x {acc} ({p['system']}), TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, "
+                f"{n}x {acc} ({p['system']}), {_layout(p)}, "
                 f"{p['users_per_replica']:,} concurrent sequences at {ctx:,}-token context "
                 f"({inp:,} in, {out:,} out): expect at least "
                 f"{job.min_tokens_per_s_per_user:g} tok/s per user (planned {p['tokens_per_s_per_user']:.1f}){ttft}")
     if job.stage == "rl" and p.get("users_per_replica") is not None:
         return (f"benchmark rollouts of {job.model} ({job.precision}) with {_engine(stack)} on {n}x {acc}, "
-                f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}, {p['users_per_replica']:,} concurrent "
+                f"{_layout(p)}, {p['users_per_replica']:,} concurrent "
                 f"rollouts at {job.rollout_context_tokens:,} tokens: expect {job.min_tokens_per_s_per_rollout:g} "
                 f"tok/s each (planned {p['tokens_per_s_per_user']:.1f})")
     if p.get("hours_per_run") is not None:
@@ -156,6 +156,22 @@ def _run_it(p: dict, job, stack: str) -> str:
                 f"expect about {hours_text(p['hours_per_run'])} per run; count the days it takes to make it work")
     return (f"run {job.model} at {job.precision} with {_engine(stack)} on one {acc} ({p['system']}): expect "
             f"{job.min_tokens_per_s:g} tok/s (planned {p['tokens_per_s_per_user']:.1f})")
+
+
+def _layout(p: dict) -> str:
+    """How a serving replica is laid out, as its basis note has it: TP x PP, expert parallelism with
+    data-parallel attention (a MoE's planned batch holds only so laid out: each rank keeps its own
+    sequences' KV), or prefill and decode workers within the replica (disaggregated)."""
+    note = p.get("basis_note") or ""
+    if note.startswith(moe.NOTE):
+        return (f"EP{p['tensor_parallel']} with data-parallel attention (the routed experts split across the "
+                f"{p['accelerators_per_replica']}, each rank holding its own sequences' KV; not TP{p['tensor_parallel']})")
+    pools = disagg.parse_note(note)
+    if pools:
+        n_p, tp_p, n_d, tp_d = pools
+        return (f"disaggregated: {n_p}x TP{tp_p} prefill and {n_d}x TP{tp_d} decode workers per replica, "
+                "the KV passed from one to the other")
+    return f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}"
 
 
 def _unit_cost(job: dict) -> str:
