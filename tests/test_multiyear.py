@@ -249,3 +249,19 @@ def test_summary_says_when_purchases_are_paid(annual):
     assert "on average over 3 years (purchases paid " in annual["summary"]
     for y in paid:
         assert f"${y['capex_usd']:,.0f} in year {y['year']}" in annual["summary"]
+
+
+def test_a_diagnosis_the_time_limit_cut_says_its_amounts_are_not_the_least(tmp_path, plan_cli):
+    """annual-budget.yaml over 7 years cannot be met; its diagnosis (an elastic MILP) needs far more
+    than 3 s. Cut by --time-limit 3, it still says what relaxing admits a plan, and that smaller
+    amounts may too (text and JSON), not as if they were the least."""
+    s = yaml.safe_load((SCENARIOS / "annual-budget.yaml").read_text())
+    s["horizon_years"] = 7
+    path = tmp_path / "seven.yaml"
+    path.write_text(yaml.safe_dump(s))
+    res = plan_cli(path, "--format", "json", "--time-limit", "3")
+    assert res.code == 3, res.err
+    out = json.loads(res.out)
+    assert out["cut_short"] and "proved its amounts the least" in out["cut_short"][0]
+    assert "the time limit stopped the diagnosis before it proved these amounts the least" in out["diagnosis"]
+    assert out["relax"] and all(r["family"] == "budget" for r in out["relax"])

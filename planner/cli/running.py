@@ -15,6 +15,7 @@ import typer
 from planner.cli import started, tables
 from planner.cli.progress import Ticker
 from planner.data.errors import InfeasibleError, InputError, Problem
+from planner.explain.diagnosis import DIAGNOSIS_CUT
 
 
 @dataclass
@@ -56,7 +57,8 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
     except InfeasibleError as exc:
         if req.fmt == "json":
             write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),
-                                  "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations}))
+                                  "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations,
+                                  **({"cut_short": [DIAGNOSIS_CUT]} if exc.diagnosis.cut_short else {})}))
         raise
     _warnings(plan)
     if not req.timings:  # wall time is the one thing that differs from run to run

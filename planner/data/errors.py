@@ -75,6 +75,9 @@ class Diagnosis:
 
     summary: str
     relaxations: list[dict] = field(default_factory=list)
+    cut_short: bool = False
+    """the time limit stopped the elastic model before it proved its relaxations the least: relaxing
+    by them admits a plan, smaller ones may too"""
 
 
 class InfeasibleError(PlannerError):

@@ -104,6 +104,11 @@ def _budget_relaxation(s, fm, family: str, t: int, amount: float) -> dict:
             "message": f"budget short by ${amount:,.0f}/yr (raise {where} from ${cap:,.0f} to ${new:,.0f})"}
 
 
+DIAGNOSIS_CUT = ("the diagnosis (the time limit stopped it before it proved its amounts the least: relaxing by "
+                 "them admits a plan, smaller ones may too)")
+"""what a diagnosis the time limit cut short says in its JSON (cut_short)"""
+
+
 def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
     """Solve the elastic model (one year or the horizon); each non-zero slack is one relaxation
     with its size, rounded up so that re-planning with the suggested value finds a plan."""
@@ -126,19 +131,25 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
                       "unit": "kW", "current": cap, "suggested": new,
                       "message": f"{when}power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
                                  f"{cap:,.1f} to {new:,.2f})"})
+    caps = ("availability caps bind (each offer's max_systems, else policy.max_systems_per_offer, "
+            f"{s.policy.max_systems_per_offer:,})" + (", or N+1 redundancy" if s.policy.redundancy == "n+1" else ""))
     for (dk, t), v in sorted(fm.unserved.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         share = res.values.get(v.name, 0.0)
         if share <= 1e-6:
             continue
         d, need = opts.demands[dk], fm.demand_at(dk, t)
         when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
-        what = f"{share * need:,.0f} of {need:,} users" if d.kind == "serve" else f"{share:.0%} of its runs"
+        what = (f"{share * need:,.0f} of {need:,} users" if d.kind == "serve" else
+                f"{share * need:,.0f} of {need:,} devices" if d.kind == "edge" else f"{share:.0%} of its runs")
         relax.append({"family": "demand", **year, "constraint": dk, "shortfall": round(share, 6), "unit": "share",
                       "message": f"{when}job '{dk}' cannot be fully met: {what} unserved even with the "
-                                 "budget and power relaxed (availability caps or redundancy bind)"})
+                                 f"budget and power relaxed ({caps})"})
     if not relax:
         relax.append({"family": "unknown", "constraint": "", "message":
                       "the elastic model found a plan without relaxing anything; rerun with a longer "
                       "solver.time_limit_s"})
-    summary = "no plan meets every constraint. What to relax:\n" + "\n".join("  - " + r["message"] for r in relax)
-    return Diagnosis(summary, relax)
+    cut = res.status != "optimal"
+    head = ("no plan meets every constraint. What to relax" + (
+        " (the time limit stopped the diagnosis before it proved these amounts the least: relaxing by them "
+        "admits a plan, smaller ones may too; raise --time-limit for the least)" if cut else "") + ":\n")
+    return Diagnosis(head + "\n".join("  - " + r["message"] for r in relax), relax, cut_short=cut)
