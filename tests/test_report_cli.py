@@ -147,3 +147,26 @@ def test_a_report_passed_on_says_a_feasible_plan_is_not_proven_and_by_how_much()
     assert f'<span class="status-feasible">{said}</span>' in plan_html(plan)
     assert headline({**plan, "solver": {"gap": None}}).startswith("Plan for 'large-60': feasible, not proven optimal (gap unknown), ")
     assert headline({**plan, "status": "optimal"}).startswith("Plan for 'large-60': optimal, $2,185,885")
+
+
+def test_readme_example_output_is_what_the_tool_prints(plan_cli):
+    """README's `$ plan scenarios/bank.yaml` block, line by line (whitespace aside; a line cut with
+    '...' up to the cut), is in what the command prints today: an example that drifted from the
+    tool misleads its first reader."""
+    readme = (SCENARIOS.parent / "README.md").read_text()
+    block = readme.split("$ plan scenarios/bank.yaml\n", 1)[1].split("```", 1)[0]
+    r = plan_cli(SCENARIOS / "bank.yaml")
+    assert r.code == 0, r.err
+    printed = " ".join(r.out.split())
+    shown = [line for line in block.splitlines()[:-1] if line.strip()]  # (the last: "... then the three checks")
+    paragraphs, current = [], []
+    for line in shown:  # wrapped lines of one printed line: joined; a table row or a bullet starts anew
+        if current and (line.startswith(("  -", "Fleet", "Job ", "systems", "-------")) or line[:1].isdigit()
+                        or line.lstrip()[:1].isdigit()):
+            paragraphs.append(" ".join(current))
+            current = []
+        current.append(line)
+    paragraphs.append(" ".join(current))
+    for text in paragraphs:
+        text = " ".join(text.split()).removesuffix("...")
+        assert text in printed, text

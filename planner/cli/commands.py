@@ -70,8 +70,8 @@ def run_cmd(
     explain: Explain = typer.Option(Explain.full, "--explain", help="none: the plan and its reasons only (no "
                                     "re-solves); brief: + prices from LPs and why-not from LP bounds; full: + "
                                     "re-planned alternatives, next-best fleet and lifted caps"),
-    solver: Optional[SolverName] = typer.Option(None, "--solver", help="cbc (default) or highs (optional "
-                                                "extra: pip install \".[highs]\"); overrides solver.name"),
+    solver: Optional[SolverName] = typer.Option(None, "--solver", help="cbc (default) or highs (HiGHS: "
+                                                "highspy is installed with the tool); overrides solver.name"),
     measurements: Optional[List[Path]] = MeasurementsOpt,
 ):
     """Plan the cheapest fleet for SCENARIO and explain it."""

@@ -133,7 +133,7 @@ class HardwareTrend(Strict):
 
 class Solver(Strict):
     name: Literal["cbc", "highs"] = Field("cbc", description=(
-        "MILP solver: cbc (bundled, the default) or highs (optional: pip install \".[highs]\")"))
+        "MILP solver: cbc (bundled, the default) or highs (HiGHS: highspy is installed with the tool)"))
     time_limit_s: float = Field(60, gt=0, le=3600, description="seconds for the whole plan (--time-limit overrides)")
     gap: float = Field(0.001, ge=0, le=1, description="relative optimality gap accepted")
     threads: int = Field(1, ge=1, le=64, description="solver threads")

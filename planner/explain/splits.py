@@ -93,7 +93,8 @@ def line(job: dict, s, cat, opts) -> str | None:
         tail = ("; cheaper per user, but the solver, pricing the whole fleet (whole systems, N+1, capacity shared "
                 "with other jobs), chose otherwise" if best[0] < mine else "")
         parts.append(f"{where}the best split, {best[1]}, costs ${best[0]:,.0f} per user-year at the cheapest offers "
-                     f"against ${mine:,.0f} for the plan's choice{tail}")
+                     f"against ${mine:,.0f} for the plan's choice (its accelerators alone, busy, at the cheapest "
+                     f"offers: not the plan's all-in unit cost){tail}")
     if not parts:
         return None
     return "disaggregated prefill/decode was considered: " + "; ".join(parts)
