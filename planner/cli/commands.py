@@ -64,7 +64,8 @@ def run_cmd(
         "said (default: the scenario's solver.time_limit_s)")),
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="include the solver's wall-clock seconds; --no-timings makes the "
-                                      "output byte-identical from run to run"),
+                                      "output byte-identical from run to run (save re-planned "
+                                      "alternatives a busy machine stopped: solver.explanations_stopped)"),
     brief: bool = typer.Option(False, "--brief", help="the decision in at most 25 lines of 100 columns"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr"),
     explain: Explain = typer.Option(Explain.full, "--explain", help="none: the plan and its reasons only (no "

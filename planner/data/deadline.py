@@ -10,7 +10,10 @@ per process or one after another). The layers below read it without being handed
   - the explanations skip what the budget leaves no time for, and say so.
 A plan records what was cut short (solver.cut_short in the JSON, a warning on stderr), so a plan
 without cuts depends on work done only, never on how busy the machine was, and --no-timings
-output stays byte-identical from run to run.
+output stays byte-identical from run to run. One share of time is not the budget's: the re-planned
+alternatives of --explain full may take as long as the plan's own search (explain.narrative:
+milp_budget); what that share stops is said in solver.explanations_stopped, and on a machine busy
+enough to stop some, those rows differ from run to run (--explain brief and none never do).
 """
 
 from __future__ import annotations
