@@ -65,6 +65,7 @@ def test_output_written_and_never_overwritten_without_force(tmp_path, plan_cli):
     assert json.loads(first)["scenario"] == "bank-assistant"
 
     out.write_text("my notes\n")
+    out.chmod(0o600)  # a private file stays private when --force replaces it
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--output", out)
     assert r.code == 2
     assert r.err.splitlines()[0] == f"error: --output: {out} already exists"
@@ -73,6 +74,7 @@ def test_output_written_and_never_overwritten_without_force(tmp_path, plan_cli):
 
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--no-timings", "--output", out, "--force")
     assert r.code == 0 and out.read_text() == first
+    assert out.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no temporary file left behind
 
 
@@ -193,3 +195,15 @@ def test_out_of_time_without_a_plan_is_exit_4(monkeypatch, tmp_path, plan_cli):
     assert r.code == 4 and r.out == ""
     assert r.err.splitlines()[0] == "error: no plan within the solver's limits (status: not-solved)."
     assert "raise solver.time_limit_s" in r.err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux) to fill standard output")
+def test_a_full_disk_behind_stdout_is_said_not_called_a_bug():
+    """`plan bank.yaml > file` on a full disk: exit 2 saying standard output could not be written,
+    not 'internal error ... a bug in the planner'."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "planner", str(SCENARIOS / "bank.yaml"), "--explain", "none"],
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "standard output could not be written: No space left on device" in r.stderr
+    assert "bug" not in r.stderr

@@ -360,7 +360,8 @@ def main(argv: list[str] | None = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("aborted", err=True)
         sys.exit(130)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader closed early (`| head`): nothing more to say, and no
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # second error at exit's flush
         sys.exit(0)
     except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error from the CLI parser

@@ -81,7 +81,14 @@ def check_output(output: Path | None, force: bool, inputs: Iterable = ()) -> Non
                       "choose a folder you can write to")
 
 
-def _mode() -> int:
+def _mode(replacing: Path | None = None) -> int:
+    """The new file's permissions: those of the file it replaces (--force keeps a private file
+    private), else what the umask gives a new file."""
+    try:
+        if replacing is not None:
+            return stat.S_IMODE(os.stat(replacing).st_mode)
+    except OSError:
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
@@ -104,14 +111,21 @@ def emit(text: str, output: Path | None, force: bool) -> None:
     escaped; JSON escapes them itself, so JSON is unchanged."""
     text = printable(text)
     if output is None:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # (the reader closed early, as `| head` does: commands.main ends quietly)
+        except OSError as exc:  # a full disk or a broken device behind a redirection: not a bug
+            raise InputError(Problem(f"standard output could not be written: {exc.strerror}", "stdout",
+                                     "free space where the output is redirected, or write a file with --output"))
         return
     check_output(output, force)
     folder = _folder(output)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{output.name}.", suffix=".tmp")
-        os.fchmod(fd, _mode())
+        os.fchmod(fd, _mode(output))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
