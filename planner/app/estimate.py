@@ -80,6 +80,14 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
     for flag, value in (("--tp", req.tp), ("--pp", req.pp)):
         if value is not None and value > req.count:
             problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
+    m = cat.models.get(req.model)
+    if m is not None and req.stage == "serve":  # splits an engine can run (the planner's own: powers of two)
+        if req.tp is not None and (req.tp & (req.tp - 1) or m.attention_heads % req.tp):
+            problems.append(Problem(f"TP{req.tp} does not split {m.id}'s {m.attention_heads} attention heads "
+                                    "evenly", "--tp", "use a power of two that divides them (1, 2, 4, 8, ...)"))
+        if req.pp is not None and req.pp > m.layers:
+            problems.append(Problem(f"{req.pp} pipeline stages for {m.id}'s {m.layers} layers", "--pp",
+                                    f"use at most {m.layers} stages"))
     return problems
 
 
@@ -119,6 +127,12 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
                                      engine=req.engine)
+        if est is None and req.min_tokens_per_s_per_user is not None and \
+                serving.smallest_fit(m, acc, wl, acc.scaleup_domain, req.count) is not None:
+            return {**base, **_not_fitting(m, acc, wl, req.count), "reason": (
+                f"no split of {req.count}x {acc.id} reaches {req.min_tokens_per_s_per_user:g} tok/s per user "
+                f"for {m.id} at {wl.precision} (memory holds it): a faster accelerator, more of them, or a "
+                "lower precision"), "regime": "latency"}
         if est is None:
             return {**base, **_not_fitting(m, acc, wl, req.count)}
         replicas = req.count // (est.tensor_parallel * est.pipeline_parallel)
@@ -140,6 +154,14 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit
     est = serving.estimate(m, acc, wl, tp, pp, batch, engine=req.engine)
     out = {**base, **est.as_dict(), "replicas": replicas}
+    target = req.min_tokens_per_s_per_user
+    if target is not None and est.fits and est.tokens_per_s_per_user < target:
+        out["meets_target"] = False
+        out["warning"] = (f"{est.tokens_per_s_per_user:.1f} tok/s per user at batch {batch}, below the "
+                          f"{target:g} asked ({est.regime}-bound): more TP, a faster accelerator or a lower "
+                          "precision")
+    elif target is not None:
+        out["meets_target"] = est.fits
     if m.is_moe:
         out["layout"] = (f"ep-dp: expert parallelism EP{tp} with data-parallel attention (KV split by sequence)"
                          if wl.attention_dp and tp > 1 else "tp: tensor-parallel attention and experts")

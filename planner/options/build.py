@@ -81,6 +81,8 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     reasons: list[tuple[str, object]] = []
     tp = 1
     while tp <= min(system.scaleup_domain, max_tp):
+        if m.attention_heads % tp:  # an engine splits the attention heads evenly over the TP ranks
+            break
         pp = 1
         while pp <= MAX_PP and pp <= m.layers:
             slots = replica_slots(tp * pp, system)
