@@ -207,3 +207,19 @@ def test_a_full_disk_behind_stdout_is_said_not_called_a_bug():
     assert r.returncode == 2, r.stderr
     assert "standard output could not be written: No space left on device" in r.stderr
     assert "bug" not in r.stderr
+
+
+@pytest.mark.parametrize("content, said", [
+    ("h100-sxm-x8-buy-thinkmate,x,2026-01-01,h100-sxm-x8,buy,thinkmate,global,oem,,1000\n",
+     "the first line is not a header naming the columns (no 'id' column)"),
+    ("# only a comment\n", "the file holds no header and no rows"),
+    ("id,purchase_usd\n", "the file holds a header but no rows"),
+])
+def test_a_catalog_override_that_would_change_nothing_is_refused(tmp_path, plan_cli, content, said):
+    """An offers.csv override without its header line read as a header and no rows: the plan used
+    the bundled price and said nothing. Such a file, or one with no rows, exits 2 saying why."""
+    folder = tmp_path / "cat"
+    folder.mkdir()
+    (folder / "offers.csv").write_text(content)
+    r = plan_cli(SCENARIOS / "bank.yaml", "--catalog", folder, "--explain", "none")
+    assert r.code == 2 and said in r.err and "To fix" in r.err, r.err

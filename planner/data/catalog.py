@@ -251,6 +251,15 @@ def _read_rows(path: Path) -> list[dict]:
         except csv.Error as exc:
             raise InputError(Problem(f"malformed CSV at row {reader.line_num}: {exc}", str(path),
                                      "check the quoting on that row"))
+        header = [h.strip() for h in reader.fieldnames or ()]
+        if "id" not in header:  # (a file whose first line is a row: DictReader takes it for the header)
+            raise InputError(Problem("the first line is not a header naming the columns (no 'id' column)" if header
+                                     else "the file holds no header and no rows", str(path),
+                                     f"start it with the bundled table's header line (plan catalog {path.stem.split('-')[0]}"
+                                     " --format csv | head -1), then one row per line"))
+        if not rows:
+            raise InputError(Problem("the file holds a header but no rows", str(path),
+                                     "add the rows to override, or leave the file out"))
         return rows
     data, _ = load_yaml(text, str(path))
     if not isinstance(data, list):
