@@ -223,3 +223,14 @@ def test_a_catalog_override_that_would_change_nothing_is_refused(tmp_path, plan_
     (folder / "offers.csv").write_text(content)
     r = plan_cli(SCENARIOS / "bank.yaml", "--catalog", folder, "--explain", "none")
     assert r.code == 2 and said in r.err and "To fix" in r.err, r.err
+
+
+def test_dash_reads_the_scenario_from_stdin_and_writes_to_stdout(tmp_path):
+    """`cat bank.yaml | plan - -o -`: the scenario from standard input (as the not-found message
+    suggests), the plan on standard output (no file named '-')."""
+    r = subprocess.run([sys.executable, "-m", "planner", "-", "--explain", "none", "-q", "-o", "-"],
+                       input=(SCENARIOS / "bank.yaml").read_text(), capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Plan for 'bank-assistant': optimal")
+    assert not (tmp_path / "-").exists()

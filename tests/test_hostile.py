@@ -171,3 +171,32 @@ jobs:
     assert any(line.strip().startswith("h200-sxm: weights need") for line in lines), r.err
     assert any(line.strip().startswith("b300: weights need") for line in lines), r.err
     assert '"status": "infeasible"' in r.out
+
+
+JOB = "  - name: {name}\n    stage: serve\n    model: llama-3.1-8b\n    concurrent_users: 10\n"
+
+
+@pytest.mark.parametrize("names, where, said, fix", [
+    (["yes"], ":3:", "YAML reads yes/no/on/off/true/false as true, not as text", "quote it"),
+    (["123"], ":3:", "jobs.0.name: 123 is not text", "quote it: name: '123'"),
+    (["Ассистент"], ":3:", "jobs.0.name: 'Ассистент' is not allowed here", "use ASCII letters, digits"),
+    (["'a '"], ":3:", "jobs.0.name: 'a ' is not allowed here", "not ending with a space"),
+    (["a", "a"], ":7:", "jobs.1.name: two jobs are named 'a' (jobs 0 and 1)", "a name of its own"),
+])
+def test_a_bad_name_is_said_in_words_at_its_line(tmp_path, plan_cli, names, where, said, fix):
+    """YAML's booleans and numbers, non-ASCII names, a trailing space and a repeated name: each at
+    the line that holds it, in words (never a raw pattern), with how to fix it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\njobs:\n" + "".join(JOB.format(name=n) for n in names))
+    r = plan_cli("validate", path)
+    assert r.code == 2, r.err
+    assert f"s.yaml{where}" in r.err and said in r.err and fix in r.err, r.err
+    assert "[A-Za-z" not in r.err and "Value error" not in r.err
+
+
+def test_a_yaml_merge_key_is_said_at_its_line(tmp_path, plan_cli):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\nx: &j {stage: serve}\njobs:\n  - <<: *j\n    name: a\n")
+    r = plan_cli("validate", path)
+    assert r.code == 2 and "s.yaml:4: YAML merge keys ('<<: *anchor') are not read" in r.err, r.err
+    assert "\\n" not in r.err

@@ -329,7 +329,7 @@ COMMANDS = {"run", "init", "validate", "schema", "catalog", "estimate", "verify"
 def _route(argv: list[str]) -> list[str]:
     """`plan FILE ...` -> `plan run FILE ...` when the first word is not a command."""
     for i, arg in enumerate(argv):
-        if arg.startswith("-"):
+        if arg.startswith("-") and arg != "-":  # ('-': the scenario on standard input)
             if arg in ("--help", "-h", "--version"):
                 return argv
             continue

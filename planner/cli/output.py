@@ -40,13 +40,17 @@ def _refuse(output: Path, message: str, hint: str) -> InputError:
     return InputError(Problem(f"{printable(str(output), newlines=False)} {message}", "--output", hint))
 
 
+STDOUT = "-"
+"""--output - is standard output, as a scenario path - is standard input"""
+
+
 def check_output(output: Path | None, force: bool, inputs: Iterable = ()) -> None:
     """Refuse an --output that would replace something it must not, or that cannot be written;
     `inputs` are this run's input files (remembered for the write that follows)."""
     given = [Path(str(p)) for p in inputs if p is not None and str(p) != "-"]
     if given:
         _inputs[:] = given
-    if output is None:
+    if output is None or str(output) == STDOUT:
         return
     try:
         st = os.lstat(output)
@@ -110,7 +114,7 @@ def emit(text: str, output: Path | None, force: bool) -> None:
     characters from names in the scenario (terminal escape sequences, carriage returns) are shown
     escaped; JSON escapes them itself, so JSON is unchanged."""
     text = printable(text)
-    if output is None:
+    if output is None or str(output) == STDOUT:
         try:
             sys.stdout.write(text)
             sys.stdout.flush()

@@ -7,7 +7,6 @@ schema` prints the JSON Schema built from these models.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.data.catalog import REGION_PATTERN, Model, Offer, PolicyAcquisition, Tier
 from planner.data.errors import InputError, Problem
+from planner.data.scenario_words import NAME_PATTERN, line_for, problem
 from planner.data.yamlio import Lines, load_yaml, read_text
 
 ServePrecision = Literal["bf16", "fp8", "int8", "int4", "fp4"]
@@ -33,6 +33,9 @@ class Strict(BaseModel):
             for key, value in data.items():
                 field = cls.model_fields.get(key) if isinstance(key, str) else None
                 if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
+                    if "str" in str(field.annotation) and "float" not in str(field.annotation):
+                        raise ValueError(f"{key}: YAML reads yes/no/on/off/true/false as {str(value).lower()}, "
+                                         f"not as text; quote it: {key}: '...'")
                     raise ValueError(f"{key}: {str(value).lower()} is not a number; write a number")
         return data
 
@@ -140,7 +143,7 @@ class Solver(Strict):
 
 
 class JobBase(Strict):
-    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$",
+    name: str = Field(min_length=1, max_length=80, pattern=NAME_PATTERN,
                       description="the job's name, unique in the scenario (letters, digits, space, _ . -)")
     model: str = Field(description="model id from `plan catalog models` or from this file's models: list")
     priority: float = Field(1.0, gt=0, le=1e6, description="weight in max-coverage mode")
@@ -311,79 +314,24 @@ class Scenario(Strict):
 STAGES = {"serve": ServeJob, "finetune": FinetuneJob, "pretrain": PretrainJob, "rl": RLJob, "edge": EdgeJob}
 
 
-def _fields_at(loc: tuple) -> list[str]:
-    """Field names valid where the unknown key `loc[-1]` was written (for 'did you mean')."""
-    current: type[BaseModel] | None = Scenario
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if part in STAGES:
-            current = STAGES[part]
-            continue
-        field = current.model_fields.get(part) if current else None
-        if field is None:
-            return []
-        args = getattr(field.annotation, "__args__", None) or (field.annotation,)
-        current = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return list(current.model_fields) if current else []
-
-
-def _line_for(loc: tuple, lines: Lines) -> int | None:
-    path = tuple(p for p in loc if p not in STAGES)
-    while path:
-        if path in lines:
-            return lines[path]
-        path = path[:-1]
-    return lines.get(())
-
-
-def _problem(err: dict, lines: Lines, where: str) -> Problem:
-    loc = tuple(err["loc"])
-    clean = tuple(p for p in loc if p not in STAGES)
-    field_path = ".".join(str(p) for p in clean) or "(top level)"
-    line = _line_for(loc, lines)
-    at = f"{where}:{line}" if line else where
-    kind, msg = err["type"], err["msg"]
-    hint = ""
-    if kind == "extra_forbidden":
-        choices = _fields_at(loc)
-        close = difflib.get_close_matches(str(loc[-1]), choices, n=1, cutoff=0.6)
-        msg = f"unknown key '{loc[-1]}'"
-        hint = f"did you mean '{close[0]}'?" if close else (
-            "remove it; allowed here: " + ", ".join(choices) if choices else "remove it")
-    elif kind == "missing":
-        hint = f"add '{loc[-1]}' (see `plan schema`)"
-    elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
-        msg = "job 'stage' is missing or unknown"
-        hint = "set stage to one of: serve, finetune, pretrain, rl, edge"
-    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        ctx = err.get("ctx", {})
-        bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
-                 "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
-        hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
-    elif kind == "finite_number":
-        hint = "use an ordinary number (NaN and infinity are not allowed)"
-    elif kind == "int_parsing_size":
-        msg = f"{err.get('input')!r} is out of range"
-        hint = "use a realistic count (see `plan schema` for each field's limits)"
-    elif kind in ("int_parsing", "float_parsing", "int_type", "float_type", "int_from_float"):
-        hint = "write a plain number, like 200 or 1.5e6" + (" (a whole number here)" if "int" in kind else "")
-    elif kind in ("model_type", "dict_type"):
-        hint = "write a mapping of key: value lines here"
-    elif kind == "list_type":
-        hint = "write a list ('- item' lines) here"
-    return Problem(f"{field_path}: {msg}", at, hint)
-
-
 def parse_scenario(data: object, lines: Lines, where: str) -> Scenario:
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise InputError(Problem(f"the top level is a {kind}, not a mapping", f"{where}:1",
                                  "start with 'name: ...' and 'jobs:' keys (see scenarios/bank.yaml)"))
+    seen: dict[str, int] = {}
+    for i, job in enumerate(data.get("jobs") if isinstance(data.get("jobs"), list) else []):
+        name = job.get("name") if isinstance(job, dict) else None
+        if isinstance(name, str) and name in seen:  # (said at the second one's line, not the file's top)
+            line = line_for(("jobs", i, "name"), lines)
+            raise InputError(Problem(f"jobs.{i}.name: two jobs are named '{name}' (jobs {seen[name]} and {i})",
+                                     f"{where}:{line}" if line else where, "give each job a name of its own"))
+        if isinstance(name, str):
+            seen[name] = i
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise InputError([_problem(e, lines, where) for e in exc.errors()])
+        raise InputError([problem(e, lines, where, Scenario, STAGES) for e in exc.errors()])
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -142,6 +142,12 @@ def load_yaml(text: str, where: str) -> tuple[object, Lines]:
     except RecursionError:
         raise InputError(Problem(f"nesting deeper than {MAX_DEPTH} levels", where,
                                  "a scenario needs only a few levels of nesting"))
+    except yaml.MarkedYAMLError as exc:  # a value the safe loader will not build (a merge key '<<', a tag)
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 0
+        merge = "tag:yaml.org,2002:merge" in str(exc.problem)
+        raise InputError(Problem("YAML merge keys ('<<: *anchor') are not read" if merge else
+                                 f"malformed YAML value: {exc.problem}", f"{where}:{line}" if line else where,
+                                 "write the keys out in each entry" if merge else "check the value's syntax"))
     except yaml.YAMLError as exc:
-        raise InputError(Problem(f"malformed YAML value: {exc}", where, "check the value's syntax"))
+        raise InputError(Problem(f"malformed YAML value: {' '.join(str(exc).split())}", where, "check the value's syntax"))
     return data, lines

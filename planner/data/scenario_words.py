@@ -1,0 +1,100 @@
+"""How a scenario's validation errors read for a person (data/scenario.py's parse_scenario): the
+field, the file and line, what is wrong, and a fix worded for the field, never a raw pattern."""
+
+from __future__ import annotations
+
+import difflib
+
+from pydantic import BaseModel
+
+from planner.data.catalog import REGION_PATTERN
+from planner.data.errors import Problem
+from planner.data.yamlio import Lines
+
+NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.\- ]*[A-Za-z0-9_.\-])?$"
+"""a job's name: a key in reports, files and the MILP's names"""
+
+
+def _fields_at(loc: tuple, root: type[BaseModel], stages: dict) -> list[str]:
+    """Field names valid where the unknown key `loc[-1]` was written (for 'did you mean')."""
+    current: type[BaseModel] | None = root
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if part in stages:
+            current = stages[part]
+            continue
+        field = current.model_fields.get(part) if current else None
+        if field is None:
+            return []
+        args = getattr(field.annotation, "__args__", None) or (field.annotation,)
+        current = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return list(current.model_fields) if current else []
+
+
+def line_for(loc: tuple, lines: Lines, stages: dict | None = None) -> int | None:
+    path = tuple(p for p in loc if p not in (stages or ()))
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+PATTERN_WORDS = {
+    NAME_PATTERN: ("use ASCII letters, digits, '_', '.', '-' and spaces, starting with a letter or digit, "
+                   "not ending with a space "
+                   "(a name is a key in reports and files; put any other text in description)"),
+    REGION_PATTERN: "use 'global' or a two-letter region code in lower case: us, eu, uk, cn, jp, in, ...",
+}
+"""a validation pattern in words, for the message that refuses a value"""
+
+
+def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: dict) -> Problem:
+    """One pydantic validation error of a scenario (root: its model; stages: a job's stage -> model)
+    as a person reads it: the field, the file and line, what is wrong and how to fix it."""
+    loc = tuple(err["loc"])
+    clean = tuple(p for p in loc if p not in stages)
+    field_path = ".".join(str(p) for p in clean) or "(top level)"
+    line = line_for(loc, lines, stages)
+    at = f"{where}:{line}" if line else where
+    kind, msg = err["type"], err["msg"]
+    msg = msg.removeprefix("Value error, ")  # (pydantic's prefix to a validator's own words)
+    hint = ""
+    if kind == "extra_forbidden":
+        choices = _fields_at(loc, root, stages)
+        close = difflib.get_close_matches(str(loc[-1]), choices, n=1, cutoff=0.6)
+        msg = f"unknown key '{loc[-1]}'"
+        hint = f"did you mean '{close[0]}'?" if close else (
+            "remove it; allowed here: " + ", ".join(choices) if choices else "remove it")
+    elif kind == "missing":
+        hint = f"add '{loc[-1]}' (see `plan schema`)"
+    elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
+        msg = "job 'stage' is missing or unknown"
+        hint = "set stage to one of: serve, finetune, pretrain, rl, edge"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        ctx = err.get("ctx", {})
+        bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
+                 "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
+        hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
+    elif kind == "finite_number":
+        hint = "use an ordinary number (NaN and infinity are not allowed)"
+    elif kind == "int_parsing_size":
+        msg = f"{err.get('input')!r} is out of range"
+        hint = "use a realistic count (see `plan schema` for each field's limits)"
+    elif kind in ("int_parsing", "float_parsing", "int_type", "float_type", "int_from_float"):
+        hint = "write a plain number, like 200 or 1.5e6" + (" (a whole number here)" if "int" in kind else "")
+    elif kind == "string_type":
+        msg = f"{err.get('input')!r} is not text"
+        hint = f"quote it: {clean[-1] if clean else 'value'}: '{err.get('input')}' (YAML reads bare numbers and dates as such)"
+    elif kind == "string_pattern_mismatch":
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        msg = f"{err.get('input')!r} is not allowed here"
+        hint = PATTERN_WORDS.get(pattern, f"match the pattern {pattern}")
+    elif kind in ("model_type", "dict_type"):
+        hint = "write a mapping of key: value lines here"
+    elif kind == "list_type":
+        hint = "write a list ('- item' lines) here"
+    return Problem(f"{field_path}: {msg}", at, hint)
+
+
