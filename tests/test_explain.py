@@ -248,3 +248,15 @@ def test_run_it_names_the_layout_the_plan_depends_on(name, note, layout):
                 found += 1
                 assert layout.format(tp=p["tensor_parallel"]) in job["checks"]["run_it"], job["checks"]["run_it"]
     assert found
+
+
+def test_a_system_row_says_what_runs_beside_what_its_replicas_strand():
+    """choose-go.yaml's GB300 rack: replicas of 16 and 32 take 18 and 36 of its 72 accelerators (they
+    do not tile it), so all 72 are taken while 66 run: the row says both, the 66 read from the plan."""
+    plan = shipped_plan("choose-go.yaml")[1]
+    rows = [e for e in plan["explanations"] if e["family"] == "systems" and "running replicas" in e["message"]]
+    assert rows
+    for e in rows:
+        running = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
+                      if p["offer"] == e["constraint"] and p.get("users_per_replica") is not None)
+        assert f"({running:g} running replicas;" in e["message"], e["message"]

@@ -106,7 +106,11 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
         if ("capacity", key) in fm.rows:
             spare = system.accelerators * round(res.values.get(fm.u[key].name, 0.0)) if key in fm.u else 0
             used = per - spare - shadow.room(fm.rows[("capacity", key)], res.values)
-            busy = f"; {used:g} of {per} accelerators busy at peak" + (
+            running = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
+                          if p["offer"] == oid and p.get("users_per_replica") is not None)
+            stranded = (f" ({running:g} running replicas; the rest stranded beside replicas that do not tile a "
+                        f"{system.accelerators}-accelerator system)" if 0 < running < used - 1e-6 else "")
+            busy = f"; {used:g} of {per} accelerators busy at peak{stranded}" + (
                 f", {spare:g} kept free as the N+1 spare" if spare else "")
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
