@@ -261,7 +261,7 @@ def serve_placement(fm, oid: str, opt, dk: str, replicas: int, users_needed: int
 def _share_elsewhere(fm, res, dk: str, t: int) -> float:
     """The share of serving demand dk in year t its own replicas do not carry: on hosted APIs, and
     left unserved (max-coverage)."""
-    shares = [_val(res, v) for (k, _, tt), v in fm.api.items() if k == dk and tt == t]
+    shares = [_val(res, v) for (_, _, tt), v in _of_demand(fm, "api", dk) if tt == t]
     if (dk, t) in fm.unserved:
         shares.append(_val(res, fm.unserved[(dk, t)]))
     return min(1.0, sum(shares))
