@@ -69,13 +69,15 @@ def test_annual_budget_plans_each_year_within_its_budget(annual):
 
 
 def test_yearly_budget_row_measures_the_peak_years_cash(annual, tmp_path, plan_cli):
-    """A multi-year budget caps each year's cash: its row reads the plan's highest year against it,
-    and where it binds, the price is the saving per dollar the cheapest fleet without it spends
-    above the cap in its own highest year (not a figure divided by a near-zero difference)."""
-    peak = max(annual["years"], key=lambda y: y["cost_usd"])
+    """A multi-year budget caps each year's cash: its row reads the year nearest its cap against
+    that year's cap, and where it binds, the price is the saving per dollar the cheapest fleet
+    without it spends above the cap (not a figure divided by a near-zero difference); a year with a
+    cap of its own (budget.years) is read against that one."""
+    near = min(annual["years"], key=lambda y: y["budget_usd"] - y["cost_usd"])
     row = next(r for r in annual["explanations"] if r["constraint"] == "budget.usd_per_year")
     assert not row["binding"]
-    assert f"uses ${peak['cost_usd']:,.0f} in year {peak['year']}, its highest of $170,000/yr" in row["message"]
+    assert (f"uses ${near['cost_usd']:,.0f} in year {near['year']}, the year nearest its cap, of "
+            f"${near['budget_usd']:,.0f} (${near['budget_usd'] - near['cost_usd']:,.0f} headroom)") in row["message"]
     s = yaml.safe_load((SCENARIOS / "annual-budget.yaml").read_text())
     s["budget"]["usd_per_year"] = 150000
     path = tmp_path / "tight.yaml"
@@ -91,6 +93,16 @@ def test_yearly_budget_row_measures_the_peak_years_cash(annual, tmp_path, plan_c
     assert spend > 150000
     assert row["shadow_price"] == pytest.approx(-saving / (spend - 150000), rel=1e-3)
     assert -10 < row["shadow_price"] < 0
+    s["budget"]["usd_per_year"] = 170000  # year 2 capped at $62,000, $400 above its cash
+    s["budget"]["years"] = [{"year": 2, "usd": 62000}]
+    path.write_text(yaml.safe_dump(s))
+    res = plan_cli(path, "--format", "json", "--explain", "full")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    year2 = plan["years"][1]
+    row = next(r for r in plan["explanations"] if r["constraint"] == "budget.usd_per_year")
+    assert year2["budget_usd"] == 62000 and not row["binding"]
+    assert f"uses ${year2['cost_usd']:,.0f} in year 2, the year nearest its cap, of $62,000" in row["message"], row
 
 
 def test_annual_budget_text_shows_the_year_table(plan_cli):

@@ -99,25 +99,31 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
             "unserved_users": unserved, "unserved_jobs": short, "cut_short": res.cut_short, **bound}
 
 
-BUDGETS = {"usd_per_year": "cost_usd", "capex_usd_per_year": "capex_usd", "opex_usd_per_year": "opex_usd"}
-"""each budget cap (scenario budget.*) -> what it caps in a multi-year plan's year (plan["years"])"""
+BUDGETS = {"usd_per_year": ("cost_usd", "budget_usd"), "capex_usd_per_year": ("capex_usd", "budget_capex_usd"),
+           "opex_usd_per_year": ("opex_usd", "budget_opex_usd")}
+"""each budget cap (scenario budget.*) -> what it caps in a multi-year plan's year, and that year's cap
+(plan["years"]: budget.years may set a year's own)"""
 
 
-def budget_spend(plan: dict) -> dict[str, tuple[float, int | None]]:
-    """What each budget cap is measured against in a plan: budget name -> (the amount, the year
-    it peaks in, None for a one-year plan). One year: the yearly cost (usd_per_year, in the
-    objective's view), the purchase prices paid (capex), the running costs (opex). Years: the
-    highest year's cash of that kind (rows.define_budget_constraints caps each year's)."""
+def budget_spend(plan: dict) -> dict[str, tuple[float, int | None, float | None]]:
+    """What each budget cap is measured against in a plan: budget name -> (the amount, the year,
+    that year's cap; None, None for a one-year plan). One year: the yearly cost (usd_per_year, in
+    the objective's view), the purchase prices paid (capex), the running costs (opex). Years: the
+    year with the least headroom under its own cap (rows.define_budget_constraints caps each year's
+    cash; a year without a cap is left out), else the highest."""
     if plan.get("years"):
         out = {}
-        for name, key in BUDGETS.items():
-            top = max(plan["years"], key=lambda y: (y[key], -y["year"]))
-            out[name] = (top[key], top["year"])
+        for name, (key, cap) in BUDGETS.items():
+            capped = [y for y in plan["years"] if y.get(cap) is not None]
+            top = (min(capped, key=lambda y: (y[cap] - y[key], y["year"])) if capped
+                   else max(plan["years"], key=lambda y: (y[key], -y["year"])))
+            out[name] = (top[key], top["year"], top.get(cap))
         return out
     base = plan["total_cost_usd_per_year"]
     capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
     opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
-    return {"usd_per_year": (base, None), "capex_usd_per_year": (capex, None), "opex_usd_per_year": (opex, None)}
+    return {"usd_per_year": (base, None, None), "capex_usd_per_year": (capex, None, None),
+            "opex_usd_per_year": (opex, None, None)}
 
 
 def site_power_kw(plan: dict) -> float:

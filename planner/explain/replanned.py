@@ -50,8 +50,8 @@ def _open_row(family: str, constraint: str, unit: str, what: str, got: dict) -> 
 
 
 def _in_year(year: int | None) -> str:
-    """' in year 2, its highest' for a multi-year plan's peak year of a budget's spend; '' for one year."""
-    return "" if year is None else f" in year {year}, its highest"
+    """' in year 2, the year nearest its cap' for a multi-year plan (replan.budget_spend); '' for one year."""
+    return "" if year is None else f" in year {year}, the year nearest its cap,"
 
 
 def cap_rows(plan, s, outcomes, long) -> list[dict]:
@@ -94,12 +94,14 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
                                  f"serves {unserved - got['unserved_users']:,.0f} of them ({usd(price)} per user-year)",
                                  "re-planned"))
                 continue
-        use, year = replan.budget_spend(plan)[name]
+        use, year, year_cap = replan.budget_spend(plan)[name]
         state = _cap_state(got, base, tol)
         if state == "binds":
-            free_use, free_year = got["spend"][name]
-            price = (got["cost"] - base) / (free_use - cap) if free_use > cap else None
-            when = "" if free_year is None else f" in year {free_year}"
+            free_use, free_year, free_cap = got["spend"][name]
+            over = free_use - (cap if free_cap is None else free_cap)
+            price = (got["cost"] - base) / over if over > 0 else None
+            when = "" if free_year is None else f" in year {free_year}" + (
+                "" if free_cap is None or free_cap == cap else f" (its cap {usd(free_cap)})")
             per = "" if price is None else f"; {usd(-price, 2)} a year per dollar of budget added"
             rows.append(row("budget", constraint, True, price, "USD per year per USD of budget",
                              f"{constraint} binds at {usd(cap)}: the cheapest fleet without it spends "
@@ -107,9 +109,11 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
                              f" ({'re-planned' + per})", "re-planned"))
         elif state == "open":
             rows.append(_open_row("budget", constraint, "USD per year per USD of budget",
-                                  f"{constraint} binds (the plan uses {usd(use)}{_in_year(year)} of {usd(cap)}/yr)", got))
+                                  f"{constraint} binds (the plan uses {usd(use)}{_in_year(year)} of "
+                                  f"{usd(cap if year_cap is None else year_cap)})", got))
         else:
-            spare = f": the plan uses {usd(use)}{_in_year(year)} of {usd(cap)}/yr ({usd(cap - use)} headroom)"
+            mine = cap if year_cap is None else year_cap
+            spare = f": the plan uses {usd(use)}{_in_year(year)} of {usd(mine)} ({usd(mine - use)} headroom)"
             rows.append(row("budget", constraint, False, 0.0, "USD per year per USD of budget",
                              f"{constraint} does not bind{spare}; more budget would not change the plan",
                              "re-planned"))
