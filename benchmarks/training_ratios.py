@@ -89,6 +89,35 @@ ABSOLUTE = [
 ]
 
 
+# The same summary's MoE pretraining, DeepSeek-V3 (FP8/MXFP8; NeMo 25.09 / 26.04.01 / 26.06;
+# scaleout-moe.md s1.6): the expert all-to-all's unhidden share (train_ep_exposed) is fitted on
+# these (benchmarks/calibrate.py --training); each runs on its accelerator's best-networked catalog
+# system (systems.scaleout_gbps).
+MOE_ABSOLUTE = [
+    ("deepseek-v3", "h100-sxm", 1024, 1_297), ("deepseek-v3", "b200", 256, 3_328),
+    ("deepseek-v3", "b300", 256, 3_541), ("deepseek-v3", "gb200", 256, 4_969),
+    ("deepseek-v3", "gb300", 256, 6_338),
+]
+
+
+def scaleout_of(acc_id: str) -> float | None:
+    """The best scale-out network (GB/s per accelerator) of the catalog's systems of an accelerator."""
+    from planner.data.catalog import load_catalog
+    nets = [sy.scaleout_gbps for sy in load_catalog().systems.values() if sy.accelerator == acc_id and sy.scaleout_gbps]
+    return max(nets) if nets else None
+
+
+def moe_rates(accs, models, cal: Calibration) -> list[tuple[str, str, int, float, float, float]]:
+    """(model, accelerator, GPUs, measured, planner tokens/s per GPU, error %) for MOE_ABSOLUTE."""
+    out = []
+    for mid, aid, n, measured in MOE_ABSOLUTE:
+        est = training.estimate(models[mid], accs[aid], "pretrain", 1e9, n, seq=SEQ, precision="fp8", cal=cal,
+                                scaleout_gbps=scaleout_of(aid))
+        rate = 1e9 / (est.hours * 3600) / n
+        out.append((mid, aid, n, measured, rate, (rate / measured - 1) * 100))
+    return out
+
+
 def absolute_rates(accs, models, cal: Calibration) -> list[tuple[str, str, int, float, float, float]]:
     """(model, accelerator, GPUs, measured, planner tokens/s per GPU, error %) for ABSOLUTE."""
     out = []
@@ -147,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\nabsolute tokens/s per GPU, FP8 pretraining, Megatron-Bridge (first row anchors train_mfu):")
     for mid, aid, n, measured, rate, e in absolute_rates(accs, models, cal):
         print(f"  {mid:15} {n:>5}x {aid:9} measured {measured:>7,.0f} planner {rate:>7,.0f} {e:>+7.1f}%")
+    print(f"MoE pretraining (train_ep_exposed {cal.train_ep_exposed:g} fitted on these):")
+    moe = moe_rates(accs, models, cal)
+    for mid, aid, n, measured, rate, e in moe:
+        print(f"  {mid:15} {n:>5}x {aid:9} measured {measured:>7,.0f} planner {rate:>7,.0f} {e:>+7.1f}%")
+    print(f"  {summary([r[5] for r in moe])}".replace("ratios", "rates"))
     if "--loo" in argv:
         from benchmarks.calibrate import fit_training
         loo = []

@@ -311,7 +311,8 @@ def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
         need = training.accelerators_min(m, acc, method, seq, rank)
         for n in options.BATCH_COUNTS:
             if need and n >= need and options.replica_slots(n, system) is not None:
-                est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+                est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
+                                    scaleout_gbps=system.scaleout_gbps)
                 cand = (-est.hours, -n, acc.id, sid, n, est.hours)
                 best = max(best, cand) if best else cand
     if best is None:

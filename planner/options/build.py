@@ -209,7 +209,8 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
                 return [], (f"needs {need}+ accelerators but a run may not span several {system.id} "
                             f"({system.kind}, no scale-out fabric)")
             break
-        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
+                                    scaleout_gbps=system.scaleout_gbps)
         last = est
         if est.hours <= deadline_h:
             binding = "memory" if n == need and need > 1 else ("deadline" if out == [] and n > need else "compute")

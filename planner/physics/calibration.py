@@ -44,6 +44,11 @@ class Calibration:
     train_tp_exposed: float = 0.5
     """Share of a training step's tensor-parallel traffic not hidden behind the matmuls (NeMo
     overlaps TP communication with GEMMs). Fitted on the MLPerf Training rows."""
+    train_ep_exposed: float = 0.3
+    """Share of an MoE's expert-parallel all-to-all in training not hidden behind compute
+    (planner.physics.train_step.expert_all_to_all_s; NeMo and DeepSeek overlap most of it). Fitted
+    on Megatron-Bridge's DeepSeek-V3 pretraining rates on H100, B200, B300, GB200 and GB300
+    (benchmarks/training_ratios.py MOE_ABSOLUTE; benchmarks/calibrate.py --training)."""
     train_fp4_efficiency: float = 0.6
     """Share of the FP4 dense peak an NVFP4 training step's matmuls reach relative to the
     accelerator's measured matmul efficiency (block-scale quantisation of the operands, the

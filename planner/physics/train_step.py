@@ -35,7 +35,7 @@ scale-out efficiency of physics.training):
       and for dense pretraining (Llama 3.1 405B TP8 on H100, TP4 on GB200: Megatron-Bridge
       performance summary). An MoE's routed experts are left out: expert parallelism spreads them
       over the data-parallel ranks (DeepSeek-V3: TP2 with EP64 on H100, no TP on GB200), and its
-      all-to-all is priced by the scale-out efficiency, not here.
+      all-to-all is priced apart (expert_all_to_all_s).
 """
 
 from __future__ import annotations
@@ -55,6 +55,19 @@ PCIE_KINDS = ("pcie", "none")
 FLOPS_FACTOR = {"full": 6.0, "lora": 4.0, "qlora": 4.0, "pretrain": 6.0}
 
 
+EP_MAX = 64
+"""the most ranks one expert-parallel group spans (DeepSeek-V3: EP64 on H100; Megatron-Bridge's
+recipes EP8-EP64, scaleout-moe.md s1.6)"""
+A2A_BYTES = 7.0
+"""bytes an expert-parallel step moves per token, per MoE layer, per routed expert the token uses,
+per hidden unit: forward dispatch in FP8 (1) and combine in BF16 (2), backward both again in BF16
+(2 + 2) (DeepEP's FP8 dispatch and BF16 combine; scaleout-moe.md s2)"""
+SCALEOUT_GBPS = 50.0
+"""GB/s per accelerator an all-to-all reaches across systems where no system's scale-out network
+is given: a 400 Gb/s NIC per GPU; DeepEP's internode EP16-EP64 kernels measured 43-58 GB/s on
+H800 + ConnectX-7 (scaleout-moe.md s2, deepseek-ai/DeepEP docs/legacy.md)"""
+
+
 @dataclass(frozen=True)
 class StepTime:
     """Accelerator-seconds per training token, by term."""
@@ -62,10 +75,32 @@ class StepTime:
     memory_s: float
     tp_comm_s: float
     tp: int
+    ep_comm_s: float = 0.0
+    """an MoE's expert-parallel all-to-all, the share not hidden (expert_all_to_all_s)"""
 
     @property
     def total_s(self) -> float:
-        return self.matmul_s + self.memory_s + self.tp_comm_s
+        return self.matmul_s + self.memory_s + self.tp_comm_s + self.ep_comm_s
+
+
+def expert_all_to_all_s(m: Model, acc: Accelerator, method: str, count: int | None, cal: Calibration,
+                        scaleout_gbps: float | None = None) -> float:
+    """Accelerator-seconds per token of an MoE's expert-parallel all-to-all in full training and
+    pretraining, the share not hidden behind compute (train_ep_exposed): the routed experts spread
+    over EP = min(count, EP_MAX, experts) ranks, each token's A2A_BYTES x hidden x experts_per_token
+    per MoE layer go to the ranks holding its experts, those inside the scale-up domain over its link
+    (at link_efficiency), those beyond it over the scale-out network (scaleout_gbps, the system's,
+    else SCALEOUT_GBPS). A LoRA/QLoRA fine-tune (experts frozen and sharded, not expert-parallel) and
+    one accelerator move nothing. Against Megatron-Bridge's DeepSeek-V3 rates the planner was 3-60%
+    fast without it, most where EP crosses 8-GPU nodes (benchmarks/training_ratios.py)."""
+    if not m.is_moe or method not in ("full", "pretrain") or not count or count <= 1:
+        return 0.0
+    ep = min(count, EP_MAX, max(m.experts, 1))
+    domain = 1 if acc.scaleup_kind in PCIE_KINDS else min(acc.scaleup_domain, ep)
+    per_token = A2A_BYTES * m.hidden_size * max(m.experts_per_token, 1) * arch.param_counts(m)["moe_layers"]
+    inside = (domain - 1) / ep / (cal.link_efficiency * acc.scaleup_gbps * GB)
+    beyond = (ep - domain) / ep / ((scaleout_gbps or SCALEOUT_GBPS) * GB)
+    return cal.train_ep_exposed * per_token * (inside + beyond)
 
 
 def activation_bytes(m: Model, seq: int) -> float:
@@ -99,7 +134,7 @@ def tensor_parallel(m: Model, acc: Accelerator, method: str, seq: int, cal: Cali
 
 
 def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precision: str,
-                      cal: Calibration, count: int | None = None) -> StepTime:
+                      cal: Calibration, count: int | None = None, scaleout_gbps: float | None = None) -> StepTime:
     """Accelerator-seconds per training token (see the module docstring)."""
     k = FLOPS_FACTOR[method] / 2
     # an accelerator without an FP4 peak runs an FP4 job's matmuls in FP8 (Accelerator.peak_tflops)
@@ -112,4 +147,4 @@ def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precisi
     per_collective = 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
     link = cal.link_efficiency * acc.scaleup_gbps * GB
     comm = m.layers * 4 * per_collective / link * cal.train_tp_exposed
-    return StepTime(matmul, memory, tp * comm, tp)
+    return StepTime(matmul, memory, tp * comm, tp, expert_all_to_all_s(m, acc, method, count, cal, scaleout_gbps))

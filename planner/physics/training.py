@@ -138,8 +138,11 @@ def parallelism_of(acc: Accelerator, n: int, need: int, tp: int = 1) -> str:
 
 
 def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int, seq: int = 2048,
-             rank: int = 16, precision: str = "bf16", cal: Calibration | None = None) -> TrainEstimate:
-    """Fit and wall-clock hours for `tokens` training tokens on `count` accelerators."""
+             rank: int = 16, precision: str = "bf16", cal: Calibration | None = None,
+             scaleout_gbps: float | None = None) -> TrainEstimate:
+    """Fit and wall-clock hours for `tokens` training tokens on `count` accelerators; scaleout_gbps:
+    the systems' scale-out network per accelerator (catalog systems.scaleout_gbps), which an MoE's
+    expert all-to-all crosses beyond the scale-up domain (train_step.expert_all_to_all_s)."""
     cal = cal or default()
     need = accelerators_min(m, acc, method, seq, rank, cal=cal)
     mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal)
@@ -150,7 +153,7 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
         reason = (f"{method} needs {mem / GIB:.1f} GiB per accelerator on {count}x {acc.name} "
                   f"({acc.memory_gb:g} GiB); at least {need} are needed")
     eff = scaleout_efficiency(acc, max(count, 1))
-    per_token = train_step.seconds_per_token(m, acc, method, seq, precision, cal, max(count, 1))
+    per_token = train_step.seconds_per_token(m, acc, method, seq, precision, cal, max(count, 1), scaleout_gbps)
     hours = tokens * per_token.total_s / (max(count, 1) * eff) / 3600
     regime = "capacity" if need > 1 or reason else ("interconnect" if eff < 0.8 else "compute")
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,

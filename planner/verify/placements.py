@@ -144,7 +144,8 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         if not v.check("parallelism", slots(n, system.accelerators) is not None,
                        f"{where}: {n} accelerators do not tile {system.accelerators}-accelerator systems"):
             continue
-        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision)
+        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
+                                    scaleout_gbps=system.scaleout_gbps)
         hours = costs.run_hours(est.hours, o.acquisition)  # spot: restarts after reclaims
         v.check("memory", est.fits, f"{where}: {est.reason}")
         v.check("deadline", hours <= part.max_hours_per_run * (1 + TIGHT),
