@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.fidelity import load_tables  # noqa: E402
+from planner.data.catalog import load_catalog  # noqa: E402
 from planner.physics import training  # noqa: E402
 from planner.physics.calibration import Calibration, default  # noqa: E402
 
@@ -100,19 +101,12 @@ MOE_ABSOLUTE = [
 ]
 
 
-def scaleout_of(acc_id: str) -> float | None:
-    """The best scale-out network (GB/s per accelerator) of the catalog's systems of an accelerator."""
-    from planner.data.catalog import load_catalog
-    nets = [sy.scaleout_gbps for sy in load_catalog().systems.values() if sy.accelerator == acc_id and sy.scaleout_gbps]
-    return max(nets) if nets else None
-
-
 def moe_rates(accs, models, cal: Calibration) -> list[tuple[str, str, int, float, float, float]]:
     """(model, accelerator, GPUs, measured, planner tokens/s per GPU, error %) for MOE_ABSOLUTE."""
     out = []
     for mid, aid, n, measured in MOE_ABSOLUTE:
         est = training.estimate(models[mid], accs[aid], "pretrain", 1e9, n, seq=SEQ, precision="fp8", cal=cal,
-                                scaleout_gbps=scaleout_of(aid))
+                                scaleout_gbps=load_catalog().best_scaleout_gbps(aid))
         rate = 1e9 / (est.hours * 3600) / n
         out.append((mid, aid, n, measured, rate, (rate / measured - 1) * 100))
     return out

@@ -116,9 +116,8 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     base = {"model": m.id, "accelerator": acc.id, "count": req.count, "stage": req.stage}
     if req.stage != "serve":
         method = "pretrain" if req.stage == "pretrain" else req.method
-        nets = [sy.scaleout_gbps for sy in cat.systems.values() if sy.accelerator == acc.id and sy.scaleout_gbps]
         est = training.estimate(m, acc, method, req.tokens, req.count, precision=req.precision,
-                                scaleout_gbps=max(nets) if nets else None)  # (its best-networked system)
+                                scaleout_gbps=cat.best_scaleout_gbps(acc.id))
         return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
     kv = kv_precision_of(req.precision, req.kv_precision)
     if req.layout == "ep-dp" and not m.is_moe:

@@ -190,6 +190,12 @@ class Catalog:
     def accelerator_of(self, system_id: str) -> Accelerator:
         return self.accelerators[self.systems[system_id].accelerator]
 
+    def best_scaleout_gbps(self, accelerator_id: str) -> float | None:
+        """The scale-out network (GB/s per accelerator) of the best-networked system of an
+        accelerator, where one is given (systems.scaleout_gbps); None otherwise."""
+        nets = [sy.scaleout_gbps for sy in self.systems.values() if sy.accelerator == accelerator_id and sy.scaleout_gbps]
+        return max(nets) if nets else None
+
     def offers_for(self, system_id: str) -> list[Offer]:
         return [o for o in self.offers.values() if o.system == system_id]
 
