@@ -127,12 +127,11 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
         cap = s.site.power_cap_kw
         new = math.ceil((cap + amount) * 100 - 1e-6) / 100
         when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
+        now = f"{cap:,.1f}" if cap >= 0.1 else f"{cap:g}"  # (0.01 kW is not "0.0")
         relax.append({"family": "power", **year, "constraint": "site.power_cap_kw", "shortfall": round(amount, 3),
                       "unit": "kW", "current": cap, "suggested": new,
                       "message": f"{when}power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
-                                 f"{cap:,.1f} to {new:,.2f})" if cap >= 0.1 else  # (0.01 kW is not "0.0")
-                                 f"{when}power cap needs +{amount:,.1f} kW (raise site.power_cap_kw from "
-                                 f"{cap:g} to {new:,.2f})"})
+                                 f"{now} to {new:,.2f})"})
     caps = ("availability caps bind (each offer's max_systems, else policy.max_systems_per_offer, "
             f"{s.policy.max_systems_per_offer:,})" + (", or N+1 redundancy" if s.policy.redundancy == "n+1" else ""))
     for (dk, t), v in sorted(fm.unserved.items(), key=lambda kv: (kv[0][1], kv[0][0])):

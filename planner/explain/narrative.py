@@ -160,6 +160,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
     kept: dict = {}
     base = plan["total_cost_usd_per_year"]
+    objective = whynot.weighted(fm, res)  # (a coverage-first objective: the LP bounds are on it, not on costs)
     if level == "brief":
         bounds = whynot.lp_bounds(s, cat, fm, unused, limit)
         short = shadow.short_run(fm, fleet, limit)
@@ -172,23 +173,16 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
             runner.add(before, workers=1)  # re-planned on one core while this one works on the LPs below
             bounds = whynot.lp_bounds(s, cat, fm, unused, limit, keep=kept)
             short = shadow.short_run(fm, fleet, limit)
-            runner.add(whynot.variants_for(plan, s, cat, fm, whynot.forced_to_solve(bounds, _goal(fm, res, base)), kept, []))
+            runner.add(whynot.variants_for(plan, s, cat, fm, whynot.forced_to_solve(bounds, base if objective is None else objective), kept, []))
             more = shadow.one_more_system(fm, fleet, short, limit)
             long = shadow.long_run(fm, limit) if _time_left() else shadow.LPPrices(None, "not-solved")
         outcomes = runner.out
     plan["explanations"] = (_demand_rows(s, fm, res, short, long) + target_rows(plan, s, outcomes)
                             + _system_rows(plan, fm, res, fleet, more) + cap_rows(plan, s, outcomes, long))
     limits = whynot_limits.limits_of(s, cat, fm, whynot.without_plan(bounds, outcomes), limit)
-    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits, whynot.weighted(fm, res))
+    plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits, objective)
     plan["next_best"] = whynot.next_best(plan, outcomes)
     plan["summary"] = runit.summary(plan, s)
-
-
-def _goal(fm, res, base: float) -> float:
-    """What the forced plans' LP bounds compare with: the plan's yearly cost, or its objective where
-    that weighs coverage first (whynot.weighted)."""
-    objective = whynot.weighted(fm, res)
-    return base if objective is None else objective
 
 
 EXPLAIN_SHARE = 1.0
@@ -270,7 +264,7 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
                   for a, b in whynot.lp_bounds(s, cat, ym, unused, limit).items()}
         short = shadow.short_run(ym, shadow.decisions(ym, res), limit)
         if level == "full":
-            forced = whynot.variants_for(plan, s, cat, ym, whynot.forced_to_solve(bounds, _goal(ym, res, base)), None, [])
+            forced = whynot.variants_for(plan, s, cat, ym, whynot.forced_to_solve(bounds, base if objective is None else objective), None, [])
             runner.add(forced)
     if level == "full":
         outcomes = runner.out
