@@ -18,6 +18,7 @@ from planner.app.pipeline import plan_scenario
 from planner.data.catalog import load_catalog
 from planner.data.consistency import resolve
 from planner.data.scenario import load_scenario
+from planner.physics.costs import annuity
 from planner.verify.plan import verify
 
 CAT = load_catalog()
@@ -174,6 +175,42 @@ def test_a_three_year_commitment_is_taken_when_it_is_the_cheapest_way_to_serve_a
     for f in three["fleet"]:
         price = CAT.offers[f["offer"]].price_usd_per_hour
         assert f["cost_usd_per_year"] == pytest.approx(f["systems"] * price * 8760, abs=0.01)
+
+
+def test_a_three_year_commitment_on_a_one_year_horizon_carries_all_its_payments(tmp_path):
+    """A reservation is not resold: a one-year plan that signs for three years pays all three (the
+    review's 1,500-user chat on aws H100 nodes: reserved-3y showed $181,294 a year and won; signing it
+    commits $543,882, so on demand at $482,150 is the cheaper answer for one year)."""
+    job = {"name": "chat8b", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 4096,
+           "concurrent_users": 1500, "min_tokens_per_s_per_user": 30, "max_ttft_s": 2}
+    policy = {"acquisition": ["on-demand", "reserved-3y"], "accelerators": ["h100-sxm"], "redundancy": "none",
+              "providers": ["aws"]}
+    site = {"ownership": "cloud"}
+    _, one = _plan(tmp_path, _doc("c1", site, policy, [job], horizon_years=1))
+    _, three = _plan(tmp_path, _doc("c3", site, policy, [job], horizon_years=3))
+    reserved = CAT.offers[three["fleet"][0]["offer"]]
+    assert {f["acquisition"] for f in three["fleet"]} == {"reserved-3y"}  # over its own term it wins
+    assert three["total_cost_usd_per_year"] == pytest.approx(reserved.price_usd_per_hour * 8760, abs=0.01)
+    assert {f["acquisition"] for f in one["fleet"]} == {"on-demand"}
+    assert one["total_cost_usd_per_year"] < 3 * three["total_cost_usd_per_year"]
+    # forced onto the reservation, one year carries its three years' payments, at their present value
+    # (8%: 1 + 1/1.08 + 1/1.08^2 = 2.783 years of them, as the multi-year NPV counts them)
+    s1, forced = _plan(tmp_path, _doc("c1r", site, dict(policy, acquisition=["reserved-3y"]), [job], horizon_years=1))
+    years = annuity(s1.policy.discount_rate, 1) / annuity(s1.policy.discount_rate, 3)
+    assert years == pytest.approx(2.7833, abs=1e-4)
+    assert forced["total_cost_usd_per_year"] == pytest.approx(years * reserved.price_usd_per_hour * 8760, abs=0.01)
+
+
+def test_a_multi_year_plan_says_what_its_reservations_commit_to_after_the_horizon(tmp_path):
+    job = {"name": "chat8b", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 4096,
+           "concurrent_users": 1500, "min_tokens_per_s_per_user": 30, "growth_per_year": 0.01}
+    policy = {"acquisition": ["reserved-3y"], "accelerators": ["h100-sxm"], "redundancy": "none", "providers": ["aws"]}
+    _, plan = _plan(tmp_path, _doc("c2", {"ownership": "cloud"}, policy, [job], horizon_years=2))
+    reserved = CAT.offers[plan["fleet"][0]["offer"]]
+    systems = sum(p["systems"] for y in plan["years"] for p in y["purchases"])
+    assert plan["committed_after_horizon_usd"] == pytest.approx(systems * reserved.price_usd_per_hour * 8760, abs=0.01)
+    from planner.cli.render_years import headline
+    assert "more committed to reservations that run past year 2 (the NPV counts it)" in headline(plan)
 
 
 def test_a_purchase_over_a_short_horizon_is_credited_its_resale():

@@ -60,7 +60,10 @@ def purchase_rows(plan: dict) -> list[dict]:
 
 def headline(plan: dict) -> str:
     """What the two money views mean and the NPV the solver minimised (the first line states the totals)."""
-    return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all. Annuitised view: each "
+    after = plan.get("committed_after_horizon_usd") or 0
+    beyond = (f", and {usd(after)} more committed to reservations that run past year {plan['horizon_years']} "
+              "(the NPV counts it)" if after > 0.5 else "")
+    return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all{beyond}. Annuitised view: each "
             f"purchase spread over the years held, less what it resells for, {usd(plan['total_cost_usd_per_year'])} per year. NPV {usd(plan['npv_usd'])}: "
             f"the cash discounted at {plan['discount_rate']:.0%}, resale credited ({plan['mode']}). "
             "Fleet and jobs below are the final year's.")

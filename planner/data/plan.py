@@ -128,6 +128,9 @@ class Plan(BaseModel):
     npv_usd: float = absent("USD, the net present value of the cash, resale credited: the objective "
                             "(multi-year only)")
     cash_total_usd: float = absent("USD of cash paid over the horizon, undiscounted (multi-year only)")
+    committed_after_horizon_usd: float = absent(
+        "USD of reservation payments committed to after the horizon (terms running past it), undiscounted; in the "
+        "NPV, not in the cash view (multi-year only)")
     salvage_usd: float = absent("USD of resale credited at the end of the horizon (multi-year only)")
     discount_rate: float = absent("yearly discount rate, a fraction (multi-year only)")
     fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "

@@ -31,7 +31,7 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.years import life_years
 from planner.physics import costs
 
-RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
+RESERVED_YEARS = costs.RESERVED_TERM_YEARS
 
 
 def resale_value(m, oid: str, bought: int, sold: int) -> float:

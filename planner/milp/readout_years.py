@@ -37,6 +37,7 @@ from planner.milp.readout import (
 )
 from planner.milp.readout_api import api_fleet, api_rows
 from planner.milp.solve import SolveResult
+from planner.physics import costs
 
 HOURS = HOURS_PER_YEAR
 
@@ -71,6 +72,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "total_cost_usd_per_year": r2(accounting / len(years)),
         "total_cost_usd_over_horizon": r2(cash), "annuitised_total_usd": r2(accounting),
         "npv_usd": r2(_npv(ym, res)), "cash_total_usd": r2(cash),
+        "committed_after_horizon_usd": r2(_committed_after(ym, res, last)),
         "salvage_usd": r2(_sum(res, ym.resale.get(last, []))),
         "discount_rate": s.policy.discount_rate,
         "fleet": _fleet(ym, res, last, offer_cost),
@@ -86,6 +88,18 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "solver": {"name": res.solver, "seconds": r2(res.seconds, 3), "gap": r2(res.gap, 6),
                    "variables": len(ym.prob.variables()), "constraints": len(ym.rows)},
     }
+
+
+def _committed_after(ym: YearModel, res, last: int) -> float:
+    """Reservation payments the plan commits to after its last year (terms running past the
+    horizon; the NPV counts them discounted, the cash view ends with the horizon), undiscounted."""
+    total = 0.0
+    for (oid, t), v in ym.k.items():
+        o = ym.offer(oid)
+        after = t + costs.RESERVED_TERM_YEARS[o.acquisition] - 1 - last
+        if after > 0:
+            total += _val(res, v) * o.price_usd_per_hour * ym.factor(oid, t) * HOURS * after
+    return total
 
 
 def _npv(ym: YearModel, res) -> float:

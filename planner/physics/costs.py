@@ -24,6 +24,8 @@ from planner.data.catalog import Offer, System
 from planner.data.constants import HOURS_PER_YEAR
 
 IDLE_POWER_FRACTION = 0.3
+RESERVED_TERM_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
+"""the years a reserved contract commits to"""
 """Share of full power drawn by an idle server (GPUs idle near 10-15% of TDP, hosts, fans and
 network much higher) [derived; check against your own meters]."""
 
@@ -163,9 +165,29 @@ def owned_fixed_usd_per_year(offer: Offer, system: System, site, discount_rate: 
         idle = energy_usd_per_hour(system, site) * IDLE_POWER_FRACTION * HOURS_PER_YEAR
         return {"capital": capital, "support": support, "ops": getattr(site, "ops_usd_per_system_year", 0.0),
                 "hosting": hosting, "power": idle}
-    if offer.acquisition in ("reserved-1y", "reserved-3y"):
-        return {"rental": offer.price_usd_per_hour * HOURS_PER_YEAR}
+    if offer.acquisition in RESERVED_TERM_YEARS:
+        return {"rental": offer.price_usd_per_hour * HOURS_PER_YEAR * commitment_factor(offer, discount_rate, horizon_years)}
     return {}
+
+
+def commitment_factor(offer: Offer, discount_rate: float, horizon_years: float | None) -> float:
+    """The yearly payments of a reserved contract that one year of a plan over `horizon_years`
+    carries: 1 when its term T ends within the horizon H (or none is given: renewed as it ends);
+    when T > H, every payment the contract commits to is the plan's (a reservation is not resold
+    as a bought system is: residual_value_usd), their present value annuitised over H,
+    annuity(r, H) / annuity(r, T): T / H undiscounted. A one-year plan of a 3-year reservation at
+    $20.70/h commits to $543,882 over its term, $504,590 at 8% (as the multi-year NPV counts those
+    payments past the horizon: milp/owned.py, `beyond`), not $181,294.
+
+    >>> from types import SimpleNamespace as O
+    >>> o = O(acquisition="reserved-3y")
+    >>> commitment_factor(o, 0.0, 1), commitment_factor(o, 0.0, 3), round(commitment_factor(o, 0.08, 2), 4)
+    (3.0, 1.0, 1.4452)
+    """
+    term = RESERVED_TERM_YEARS.get(offer.acquisition, 1)
+    if horizon_years is None or term <= horizon_years:
+        return 1.0
+    return annuity(discount_rate, horizon_years) / annuity(discount_rate, term)
 
 
 def busy_usd_per_hour(offer: Offer, system: System, site) -> float:
@@ -179,7 +201,7 @@ def busy_usd_per_hour(offer: Offer, system: System, site) -> float:
 
 def is_owned(offer: Offer) -> bool:
     """Held all year by the fleet and shareable between jobs (bought or reserved)."""
-    return offer.acquisition in ("buy", "reserved-1y", "reserved-3y")
+    return offer.acquisition == "buy" or offer.acquisition in RESERVED_TERM_YEARS
 
 
 

@@ -36,7 +36,7 @@ from planner.verify.common import REL, USD, Verification, close
 from planner.verify.fleet import complexity_usd
 from planner.verify.numbers import check_fleet_rows, check_utilisation, whole
 
-RESERVED_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
+RESERVED_YEARS = costs.RESERVED_TERM_YEARS
 DEVICES = ("edge", "workstation")
 """System kinds an edge job may buy as devices: no hosting or idle power is charged for those (a device
 is not in the data center), and the multi-year readout reports their purchase_usd as 0."""
