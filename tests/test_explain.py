@@ -260,3 +260,15 @@ def test_a_system_row_says_what_runs_beside_what_its_replicas_strand():
         running = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
                       if p["offer"] == e["constraint"] and p.get("users_per_replica") is not None)
         assert f"({running:g} running replicas;" in e["message"], e["message"]
+
+
+def test_a_replica_capped_by_its_first_token_limit_says_so_not_bandwidth():
+    """choose-go's 1T MoE chat (max_ttft_s 5) stops at 201 users a replica because the loaded time
+    to first token reaches 5 s, not because per-user speed falls to its target: the row's binding
+    and its sentence name the first-token limit (they said 'bandwidth binds' while 21.7 tok/s met 20)."""
+    plan = shipped_plan("choose-go.yaml")[1]
+    (job,) = [j for j in plan["jobs"] if j["name"] == "moe-1t-serving"]
+    assert {p["binding"] for p in job["placements"]} == {"ttft"}
+    for p, why in zip(job["placements"], job["why"]):
+        assert p["ttft_s"] == pytest.approx(5.0, abs=0.02) and p["tokens_per_s_per_user"] > 20
+        assert "the first-token limit binds (time to first token under load) at 201 users per replica" in why

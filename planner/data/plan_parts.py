@@ -85,7 +85,7 @@ class Placement(Part):
                                                          "unit of vendors' memory labels and the catalog's memory_gb)")
     memory_gb_capacity: float = Field(description="memory per accelerator, GiB: the catalog's memory_gb (an H200: 141)")
     binding: str = Field(description="the resource that limits the configuration: compute, bandwidth, memory, "
-                                     "batch-cap, deadline, overhead, ...")
+                                     "batch-cap, ttft (the first-token limit under load), deadline, overhead, ...")
     regime: str = Field(description="the roofline regime: compute, bandwidth, capacity, overhead, ...")
     weights_gb: float = absent("weights per accelerator, GiB (serving only)")
     kv_gb: float = absent("KV cache per accelerator at the planned batch, GiB (serving only)")

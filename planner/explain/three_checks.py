@@ -81,6 +81,7 @@ def _reason(p: dict, job, shared: str) -> str:
         tps = p["tokens_per_s_per_user"]
         binds = {"memory": "memory binds (the KV cache fills it)", "batch-cap": "the engine's batch limit binds",
                  "latency": "the per-user speed target binds",
+                 "ttft": "the first-token limit binds (time to first token under load)",
                  "measured-range": "the largest concurrency measured binds (never extrapolated: measure higher "
                                    "for more)"}.get(p["binding"], f"{p['binding']} binds")
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""

@@ -112,7 +112,7 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     out = []
     for o in _pareto(found):  # estimated once kept: the Pareto test reads slots, users and the split only
         est = probe.estimate(m, acc, o.workload, o.tp, o.pp, o.users_per_replica, cache, engine)
-        binding = o.limit if o.limit in ("memory", "batch-cap") else est.regime
+        binding = o.limit if o.limit in ("memory", "batch-cap", "ttft") else est.regime
         out.append(ServeOption(
             demand, system.id, acc.id, o.tp, o.pp, o.accelerators_per_replica, o.accelerator_slots,
             o.users_per_replica, est.tokens_per_s_per_user, est.ttft_ms / 1e3, est.memory_gb_per_accelerator,
