@@ -36,7 +36,22 @@ def advise(s: Scenario, cat: Catalog) -> None:
                 note(f"warning: jobs.{i}.{key} ({job.name}) is {value:,} tokens, above {m.id}'s maximum "
                      f"context of {m.max_context_tokens:,}: the model cannot attend that far; lower {key} to "
                      f"at most {m.max_context_tokens:,} or choose a model with a longer context")
+        request = _request_tokens(job)
+        if getattr(job, "context_tokens", None) and request > job.context_tokens:
+            note(f"warning: jobs.{i}.context_tokens ({job.name}) is {job.context_tokens:,} tokens, below one request's "
+                 f"input + output of {request:,}: a request's own tokens are all in the KV cache by its last one, so "
+                 f"the cache is sized for {request:,}; raise context_tokens to at least {request:,} (or shorten the "
+                 "requests)")
     unused_measurements(s)
+
+
+def _request_tokens(job) -> int:
+    """The largest request's input + output tokens of a serving job (its request_mix buckets, or
+    the job's own sizes); 0 for other stages."""
+    if getattr(job, "stage", None) != "serve":
+        return 0
+    sizes = [(b.input_tokens, b.output_tokens) for b in job.request_mix or []] or [(job.input_tokens, job.output_tokens)]
+    return max(i + o for i, o in sizes)
 
 
 def unused_measurements(s: Scenario) -> None:

@@ -33,14 +33,15 @@ class Workload:
     input_tokens: int = 1024
     output_tokens: int = 256
     context_tokens: int | None = None
-    """KV reserved per sequence; default input + output."""
+    """KV reserved per sequence; default input + output, and never less: a request's own tokens
+    are in the cache by its last one, whatever context the job states."""
     attention_dp: bool = False
     """How a replica of an MoE over several ranks is laid out: False, tensor-parallel attention and
     experts; True, expert parallelism with data-parallel attention (physics.moe)."""
 
     @property
     def kv_tokens(self) -> int:
-        return self.context_tokens or (self.input_tokens + self.output_tokens)
+        return max(self.context_tokens or 0, self.input_tokens + self.output_tokens)
 
     @cached_property
     def avg_context(self) -> float:
