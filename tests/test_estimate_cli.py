@@ -115,3 +115,24 @@ def test_a_speed_target_no_batch_meets_is_said_not_hidden(plan_cli):
 def test_splits_no_engine_runs_are_refused(plan_cli, flags, what):
     r = plan_cli("estimate", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", *flags)
     assert r.code == 2 and what in r.err and "To fix" in r.err
+
+
+def test_a_pretraining_estimate_trains_on_the_sequence_a_plan_would(plan_cli, tmp_path):
+    """estimate and plan agree on one run: both default a pretraining job to 8,192-token sequences
+    (the estimate used 2,048 and said 946 h where the plan of the same job said 1,027 h); the length
+    is an option, and the answer says which it used."""
+    args = ("--model", "llama-3.1-8b", "--accelerator", "b200", "--count", "32", "--stage", "pretrain",
+            "--tokens", "2e12")
+    default, short = est(plan_cli, *args), est(plan_cli, *args, "--sequence-tokens", "2048")
+    assert default["sequence_tokens"] == 8192 and short["sequence_tokens"] == 2048
+    assert short["hours"] < default["hours"]
+    from planner.data.scenario import load_scenario
+    from planner.options import build
+    path = tmp_path / "pre.yaml"
+    path.write_text("name: pre\npolicy: {accelerators: [b200]}\njobs:\n  - {name: pt, stage: pretrain, "
+                    "model: llama-3.1-8b, training_tokens: 2.0e12, max_days: 60}\n")
+    s = load_scenario(path)
+    from planner.data.consistency import resolve
+    opts = build.build(s, resolve(s, ()))
+    (at_32,) = {o.hours_per_run for o in opts.batch["pt"] if o.accelerator == "b200" and o.accelerators == 32}
+    assert at_32 == pytest.approx(default["hours"], rel=1e-3)

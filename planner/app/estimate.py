@@ -10,6 +10,7 @@ from planner.data.consistency import by_case
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.jobs import kv_precision_of
 from planner.data.notes import note
+from planner.data.scenario import FinetuneJob, PretrainJob
 from planner.physics import arch, disagg, serving, training
 
 PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
@@ -47,9 +48,18 @@ class EstimateRequest:
     decode_tp: int | None = None
     max_ttft_s: float | None = None
     """First-token limit the cross-system prefill half is sized for (none: utilisation RHO_MAX)."""
+    sequence_tokens: int | None = None
+    """Training sequence length (finetune, pretrain); None: the scenario's default for the stage."""
 
 
 LAYOUTS = ("tp", "ep-dp")
+
+
+def training_sequence_default(stage: str) -> int:
+    """The sequence length a scenario's job of this stage trains on when it names none (FinetuneJob,
+    PretrainJob): an estimate and a plan of the same run agree."""
+    job = PretrainJob if stage == "pretrain" else FinetuneJob
+    return job.model_fields["sequence_tokens"].default
 
 
 def _check(req: EstimateRequest, cat) -> list[Problem]:
@@ -116,9 +126,10 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     base = {"model": m.id, "accelerator": acc.id, "count": req.count, "stage": req.stage}
     if req.stage != "serve":
         method = "pretrain" if req.stage == "pretrain" else req.method
-        est = training.estimate(m, acc, method, req.tokens, req.count, precision=req.precision,
+        seq = req.sequence_tokens or training_sequence_default(req.stage)
+        est = training.estimate(m, acc, method, req.tokens, req.count, seq=seq, precision=req.precision,
                                 scaleout_gbps=cat.best_scaleout_gbps(acc.id))
-        return {**base, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
+        return {**base, "sequence_tokens": seq, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
     kv = kv_precision_of(req.precision, req.kv_precision)
     if req.layout == "ep-dp" and not m.is_moe:
         raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",

@@ -204,6 +204,9 @@ def estimate_cmd(
     stage: str = typer.Option("serve", "--stage", help="serve, finetune or pretrain"),
     method: str = typer.Option("lora", "--method", help="full, lora or qlora (finetune)"),
     tokens: float = typer.Option(1e8, "--tokens", min=1, max=1e16, help="training tokens (finetune/pretrain)"),
+    sequence_tokens: Optional[int] = typer.Option(
+        None, "--sequence-tokens", min=128, max=1_000_000,
+        help="training sequence length (finetune/pretrain; default as in a scenario: 2048 finetune, 8192 pretrain)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: vLLM's rules)"),
     layout: Optional[str] = typer.Option(None, "--layout", help="tp (default) or ep-dp: an MoE served with expert "
                                                                 "parallelism and data-parallel attention"),
@@ -225,7 +228,8 @@ def estimate_cmd(
 
     req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
                           batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
-                          disaggregated or decode_accelerator is not None, decode_accelerator, decode_tp, max_ttft_s)
+                          disaggregated or decode_accelerator is not None, decode_accelerator, decode_tp, max_ttft_s,
+                          sequence_tokens)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
     if fmt == EstimateFormat.json:
         typer.echo(tables.to_json(result), nl=False)
