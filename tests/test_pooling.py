@@ -143,3 +143,19 @@ def test_the_plan_states_littles_law_per_size_and_which_parts_share_replicas(pla
     assert "Shared replicas (policy.pool_jobs" in r.out and "pool 'llama-3.1-8b/fp8': replica loads" in r.out
     assert "support/3000x300 " in r.out  # the placement table names the part
     assert "at 3,300-token context (3,000 in, 300 out)" in r.out  # run it: the part's own request size
+
+
+def test_a_request_rates_yearly_volume_is_the_rate_over_the_year_not_its_rounded_users():
+    """traffic-mix's support job, 12 requests/s of three sizes all year: 378.4 million requests and
+    their tokens, whatever the Little's-law users (rounded up, waiting for first tokens) number; its
+    unit costs divide by those (they divided by users x 25 tok/s: 8% more volume on the review's
+    8 requests/s mix, so every $ per token read low)."""
+    from conftest import shipped_plan
+
+    plan = shipped_plan("traffic-mix.yaml", False)[1]
+    (job,) = [j for j in plan["jobs"] if j["name"] == "support"]
+    u = job["unit_cost"]
+    seconds = 3600 * 24 * 365
+    assert u["requests_per_year"] == pytest.approx(12 * seconds, rel=1e-9)
+    assert u["output_tokens_per_year"] == pytest.approx(12 * seconds * (0.6 * 150 + 0.3 * 300 + 0.1 * 600), rel=1e-9)
+    assert u["usd_per_request"] == pytest.approx(job["cost_usd_per_year"] / (12 * seconds), abs=5e-7)  # (6 decimals)

@@ -136,15 +136,18 @@ def serve_parts(job: ServeJob) -> list[tuple[str, Workload, int, float | None]]:
 def output_tokens_per_s_per_user(job: ServeJob) -> float:
     """Output tokens one concurrent user of a serve job generates per second at the peak, for its
     yearly tokens (token-priced APIs, unit costs): its speed target; or, where the job gives its
-    traffic as requests_per_s (one request size), the peak rate's output tokens over its Little's-law
-    users, who also spend max_ttft_s waiting for the first token and round up to whole users:
-        requests_per_s x output_tokens / users  (<= min_tokens_per_s_per_user)
-    (0.5 requests/s of 600 output tokens at 20 tok/s within 5 s: 18 users, 16.7 tok/s each, not 20)."""
+    traffic as requests_per_s, the peak rate's output tokens over its Little's-law users (summed over
+    the request sizes of a request_mix), who also spend max_ttft_s waiting for the first token and
+    round up to whole users:
+        sum_b requests_per_s x share_b x output_tokens_b / sum_b users_b  (<= min_tokens_per_s_per_user)
+    (0.5 requests/s of 600 output tokens at 20 tok/s within 5 s: 18 users, 16.7 tok/s each, not 20;
+    8 requests/s of 70% 1000x300 and 30% 6000x400 at 25 tok/s within 1 s: 73 + 41 users, 2,640
+    output tokens/s, 23.2 each)."""
     parts = serve_parts(job)
-    if job.requests_per_s is None or len(parts) != 1:
+    if job.requests_per_s is None:
         return job.min_tokens_per_s_per_user
-    _, wl, users, rate = parts[0]
-    return min(job.min_tokens_per_s_per_user, rate * wl.output_tokens / users)
+    users = sum(u for _, _, u, _ in parts)
+    return min(job.min_tokens_per_s_per_user, sum(rate * wl.output_tokens for _, wl, _, rate in parts) / users)
 
 
 def pool_key(job) -> str | None:
