@@ -170,3 +170,17 @@ def test_readme_example_output_is_what_the_tool_prints(plan_cli):
     for text in paragraphs:
         text = " ".join(text.split()).removesuffix("...")
         assert text in printed, text
+
+
+def test_a_plan_resting_on_an_estimated_price_says_so_in_every_format():
+    """rent-vs-buy buys used H100 nodes, whose catalog price is an ESTIMATE (no public quote): the
+    text, Markdown and HTML say so under the fleet and how to put a quote in; a plan of quoted
+    prices only (bank) says nothing of it (the expert review found the word nowhere but in JSON)."""
+    from planner.cli.html import plan_html
+    from planner.cli.render import plan_markdown, plan_text
+
+    plan = shipped_plan("rent-vs-buy.yaml", False)[1]
+    line = ("Price not quoted: h100-sxm-x8-buy-secondary-market (buy, secondary-market) is a catalog estimate as of "
+            "2026-12-02, not a public price; get a quote before acting on this plan, and put it in with --catalog")
+    assert line in plan_text(plan) and line in plan_markdown(plan) and line in plan_html(plan)
+    assert "Price not quoted" not in plan_text(shipped_plan("bank.yaml", False)[1])

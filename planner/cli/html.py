@@ -23,6 +23,7 @@ from planner.cli.render import (
     placement_rows,
     pool_lines,
     status_text,
+    unquoted_lines,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -43,6 +44,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
   padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
 .headline{font-size:16px;color:#2d3748;margin:0 0 12px}
 .decision{background:#ebf8ff;border-left:4px solid #2b6cb0;padding:10px 14px;margin:12px 0;font-size:15px}
+.warn{background:#fffaf0;border-left:4px solid #dd6b20;padding:8px 14px 8px 28px;margin:8px 0}
 .status-optimal{color:#276749;font-weight:600}.status-feasible{color:#b7791f;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;align-items:flex-start;gap:18px 28px;margin:8px 0}
 .charts figure{margin:0;padding:10px;border:1px solid #e2e8f0;border-radius:6px;background:#fff}
@@ -137,6 +139,9 @@ def plan_html(plan: dict) -> str:
     body += ["<h2>What to buy or rent</h2>",
              _table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                     {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"})]
+    unquoted = unquoted_lines(plan)
+    if unquoted:
+        body.append('<ul class="warn">' + "".join(f"<li>{_e(m)}</li>" for m in unquoted) + "</ul>")
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",

@@ -25,6 +25,24 @@ def fleet_rows(plan: dict) -> list[dict]:
     return [{**f, "systems": None, "accelerators": None} if f["acquisition"] == "api" else f for f in plan["fleet"]]
 
 
+UNQUOTED = ("ESTIMATE", "ASSUMPTION")
+"""how the bundled catalog marks a price with no public quote behind it (catalog/offers.csv's header)"""
+
+
+def unquoted_lines(plan: dict) -> list[str]:
+    """One line per fleet row whose price is a catalog estimate or assumption, not a quote (the
+    source column says so): a plan that rests on it should be checked against a real quote."""
+    out = []
+    for f in plan["fleet"]:
+        source = str(f.get("price_source") or "")
+        if source.upper().startswith(UNQUOTED):
+            what = source.split(" ", 1)[0].strip("(:").upper()
+            out.append(f"Price not quoted: {f['offer']} ({f['acquisition']}, {f['provider']}) is a catalog "
+                       f"{what.lower()} as of {f['price_as_of']}, not a public price; get a quote before acting on "
+                       "this plan, and put it in with --catalog (a CSV of your offers)")
+    return out
+
+
 ALTERNATIVE_COLUMNS = ["accelerator", "status", "cost_delta_usd_per_year", "reason"]
 ALTERNATIVE_HEADERS = {"cost_delta_usd_per_year": "+$/year"}
 CHECKS = (("regime", "Regime"), ("run_it", "Run it"), ("unit_cost", "Unit cost"))
@@ -137,7 +155,8 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     lines = [headline(plan), ""]
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
-    lines += ["Fleet", table(fleet_rows(plan), FLEET_COLUMNS, FLEET_HEADERS), ""]
+    lines += ["Fleet", table(fleet_rows(plan), FLEET_COLUMNS, FLEET_HEADERS)]
+    lines += [f"  - {line}" for line in unquoted_lines(plan)] + [""]
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
@@ -184,7 +203,8 @@ def plan_markdown(plan: dict) -> str:
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",
              markdown_table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
-                            {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), ""]
+                            {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), "",
+             *[f"- {line}" for line in unquoted_lines(plan)], *([""] if unquoted_lines(plan) else [])]
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
