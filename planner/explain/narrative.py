@@ -14,6 +14,8 @@ so that re-planning with them finds a plan.
 
 from __future__ import annotations
 
+import math
+
 from planner.data import deadline
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
@@ -30,15 +32,14 @@ def _fleet_words(fm, res) -> str:
     return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals or API tokens)"
 
 
-def _served(fm, res, dk: str) -> float:
-    """Users (or rollouts) demand dk's replicas serve in the plan, at most its demand: whole replicas,
-    or a pooled demand's load on its pool's replicas (a fraction), plus its API share."""
+def _held(fm, res, dk: str) -> float:
+    """Users (or rollouts) demand dk's replicas hold in the plan: whole replicas, or a pooled
+    demand's load on its pool's replicas (a fraction), plus its API share."""
     d, need = fm.options.demands[dk], fm.demand_at(dk, fm.last)
     whole = round if not d.pool else float
     held = sum(fm.options.serve[k][i].users_per_replica * whole(res.values.get(v.name, 0.0))
                for (k, i, _, t), v in fm.y.items() if k == dk and t == fm.last)
-    held += sum(need * res.values.get(v.name, 0.0) for (k, _, t), v in fm.api.items() if k == dk and t == fm.last)
-    return min(held, need)
+    return held + sum(need * res.values.get(v.name, 0.0) for (k, _, t), v in fm.api.items() if k == dk and t == fm.last)
 
 
 def _by_year(short, dk: str) -> str:
@@ -65,18 +66,22 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
         if d.kind == "serve":
             rl = job.stage == "rl"
             what = "concurrent rollout" if rl else "concurrent user"
-            served = _served(fm, res, dk)
+            holds = _held(fm, res, dk)
+            served = min(holds, need)
+            room = math.floor(holds - need + 1e-6) if not d.pool else 0
             down = " (and with any one system down: N+1 holds a spare in each pool)" if fm.u else ""
             gap = f", {need - served:,.0f} unserved" if served < need - 0.5 else ""  # (a pooled load is fractional)
             price = "-" if sr is None else usd(sr, 2)
             part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
-            msg = (f"one more {what} on '{part}'{when} costs {price}/yr {held} (busy power, tokens or "
+            cost = (f"costs nothing more until its planned replicas fill (they hold {holds:,.0f}, {room:,} more than "
+                    f"the {need:,} needed); past that, {price}/yr" if room >= 1 and sr else f"costs {price}/yr")
+            msg = (f"one more {what} on '{part}'{when} {cost} {held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
                      else "requests_per_s") + (f" ({dk.split('/', 1)[1]})" if part != job.name else "")
             rows.append(row("demand", f"jobs.{job.name}.{field}",
-                             short.tight.get(dk, False), sr, f"USD per year per {what}", msg, "short-run"))
+                             short.tight.get(dk, False) and room < 1, sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
             unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
             msg = (f"one more run of '{dk}'{when} costs {'-' if sr is None else usd(sr, 2)} {held}"
