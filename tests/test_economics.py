@@ -329,6 +329,30 @@ def test_the_api_rate_limit_is_verified(rate_plans):
     assert any("[availability]" in f and "the API allows 400,000" in f for f in result.failures), result.summary()
 
 
+def test_an_api_that_publishes_a_generated_token_limit_is_held_to_it(tmp_path, plan_cli):
+    """Fireworks publishes 36,000 generated tokens a minute (and 900k uncached prompt tokens, 6,000
+    requests; economics.md s1b), not 3.6M input + output: at 20 tok/s, 30 users. The review's 300
+    coding users on its Qwen3 235B endpoint were all placed there for $166,510/yr; now the API takes
+    30, the diagnosis says which limit, and the verifier holds a plan to it."""
+    job = {"name": "code", "stage": "serve", "model": "qwen3-235b-a22b", "precision": "fp8", "context_tokens": 16384,
+           "input_tokens": 4000, "output_tokens": 500, "concurrent_users": 300, "min_tokens_per_s_per_user": 20,
+           "hours_per_day": 8}
+    doc = _doc("fw", {"ownership": "cloud"}, {"acquisition": ["api"], "providers": ["fireworks"]}, [job],
+               budget={"mode": "max-coverage", "usd_per_year": 1_000_000})
+    s, plan = _plan(tmp_path, doc)
+    (api,) = plan["jobs"][0]["api"]
+    assert api["offer"] == "qwen3-235b-a22b-api-fireworks" and api["users_served"] == pytest.approx(30, abs=0.01)
+    forged = copy.deepcopy(plan)
+    forged["jobs"][0]["api"][0]["users_served"] = 60.0
+    forged["jobs"][0]["api"][0]["share"] = 0.2
+    assert any("[availability]" in f and "72,000 output tokens a minute at the peak, the API allows 36,000" in f
+               for f in verify(forged, s, resolve(s)).failures)
+    only = tmp_path / "only.yaml"
+    only.write_text(yaml.safe_dump(dict(doc, name="fw-only", budget={"mode": "min-cost"})))
+    res = plan_cli(only, "--explain", "none")
+    assert res.code == 3 and "fireworks's published rate limit (36,000 output tokens a minute) admits 30 users" in res.err
+
+
 # --- the shortlist ranks pairs by the cost the MILP pays -----------------------------------------------
 
 def test_the_shortlist_prices_a_bought_node_as_the_plan_charges_it_resale_and_ops_included():

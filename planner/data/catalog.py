@@ -112,6 +112,18 @@ class ApiOffer(Row):
     usd_per_m_output_tokens: float = Field(ge=0, le=1e4, description="USD per million generated tokens")
     max_tokens_per_minute: Optional[float] = Field(default=None, gt=0, le=1e12,
                                                    description="rate limit, input + output tokens per minute")
+    max_input_tokens_per_minute: Optional[float] = Field(default=None, gt=0, le=1e12, description=(
+        "rate limit on prompt tokens not served from the provider's cache, per minute"))
+    max_output_tokens_per_minute: Optional[float] = Field(default=None, gt=0, le=1e12, description=(
+        "rate limit on generated tokens per minute"))
+    max_requests_per_minute: Optional[float] = Field(default=None, gt=0, le=1e12, description=(
+        "rate limit on requests per minute"))
+
+    def limits(self) -> list[tuple[str, float]]:
+        """(what, per minute) of each rate limit the provider publishes for this endpoint."""
+        named = (("tokens", self.max_tokens_per_minute), ("input tokens", self.max_input_tokens_per_minute),
+                 ("output tokens", self.max_output_tokens_per_minute), ("requests", self.max_requests_per_minute))
+        return [(what, limit) for what, limit in named if limit is not None]
 
 
 class Model(Row):

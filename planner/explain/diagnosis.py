@@ -109,6 +109,20 @@ DIAGNOSIS_CUT = ("the diagnosis (the time limit stopped it before it proved its 
 """what a diagnosis the time limit cut short says in its JSON (cut_short)"""
 
 
+def _api_limits(fm, cat, dk: str, t: int, res) -> str:
+    """'; fireworks's published rate limit (36,000 output tokens a minute) admits 30 users' for each
+    hosted API of demand dk whose rate limit the plan fills ('' if none)."""
+    out = []
+    for c in fm.options.api.get(dk, []):
+        v = fm.api.get((dk, c.offer, t))
+        if c.max_users is None or v is None or res.values.get(v.name, 0.0) * fm.demand_at(dk, t) < c.max_users - 0.5:
+            continue
+        a = cat.api_offers[c.offer]
+        what, limit = min(a.limits(), key=lambda wl: wl[1] / c.tokens.per_minute(wl[0]))
+        out.append(f"{a.provider}'s published rate limit ({limit:,.0f} {what} a minute) admits {c.max_users:,.0f} users")
+    return "; " + "; ".join(out) if out else ""
+
+
 def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
     """Solve the elastic model (one year or the horizon); each non-zero slack is one relaxation
     with its size, rounded up so that re-planning with the suggested value finds a plan."""
@@ -142,9 +156,10 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
         when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
         what = (f"{share * need:,.0f} of {need:,} users" if d.kind == "serve" else
                 f"{share * need:,.0f} of {need:,} devices" if d.kind == "edge" else f"{share:.0%} of its runs")
+        limits = _api_limits(fm, cat, dk, t, res)
         relax.append({"family": "demand", **year, "constraint": dk, "shortfall": round(share, 6), "unit": "share",
                       "message": f"{when}job '{dk}' cannot be fully met: {what} unserved even with the "
-                                 f"budget and power relaxed ({caps})"})
+                                 f"budget and power relaxed ({caps}{limits})"})
     if not relax:
         relax.append({"family": "unknown", "constraint": "", "message":
                       "the elastic model found a plan without relaxing anything; rerun with a longer "

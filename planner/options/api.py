@@ -10,8 +10,11 @@ the first token, and the users round up)
   input tokens/yr  = requests x input_tokens per request
 An API bills those tokens at its $/M input and output prices, so a tool busy a small share of its
 hours pays for that share, where self-hosted capacity is sized for the peak of concurrent users.
-An API's rate limit (max_tokens_per_minute, input + output) caps the share of a job's peak it can
-take: share x users x tok/s x 60 x (1 + input/output) <= max_tokens_per_minute.
+An API's rate limits cap the share of a job's peak it can take, each over one user's use of it per
+minute at the peak (Tokens.per_minute): input + output tokens (max_tokens_per_minute), prompt tokens
+(max_input_tokens_per_minute), generated tokens (max_output_tokens_per_minute), requests
+(max_requests_per_minute); e.g. share x users x tok/s x 60 <= max_output_tokens_per_minute
+(Fireworks: 36,000 generated tokens a minute, so about 30 users at 20 tok/s, economics.md s1b).
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ class Tokens:
     requests_per_user_year: float
     tokens_per_minute_per_user: float
     """input + output tokens per minute one user sends at the peak (rate limits)"""
+    output_per_minute_per_user: float
+    """generated tokens per minute one user receives at the peak"""
+    output_tokens: float
+    """generated tokens per request"""
+
+    def per_minute(self, what: str) -> float:
+        """One user's use per minute at the peak of what a rate limit counts (ApiOffer.limits):
+        tokens (input + output), input tokens, output tokens or requests."""
+        out = self.output_per_minute_per_user
+        return {"tokens": self.tokens_per_minute_per_user, "output tokens": out,
+                "input tokens": self.tokens_per_minute_per_user - out, "requests": out / self.output_tokens}[what]
 
 
 def job_tokens(job: ServeJob) -> Tokens:
@@ -42,7 +56,7 @@ def job_tokens(job: ServeJob) -> Tokens:
     out = tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
     requests = out / job.output_tokens
     per_minute = tps * 60 * (1 + job.input_tokens / job.output_tokens)
-    return Tokens(out, requests * job.input_tokens, requests, per_minute)
+    return Tokens(out, requests * job.input_tokens, requests, per_minute, tps * 60, job.output_tokens)
 
 
 def api_usd_per_user_year(a: ApiOffer, t: Tokens) -> float:
@@ -97,6 +111,7 @@ def api_options(s: Scenario, cat: Catalog, demands) -> tuple[dict[str, list[ApiO
                 excluded[aid] = why
                 continue
             t = job_tokens(job)
-            cap = a.max_tokens_per_minute / t.tokens_per_minute_per_user if a.max_tokens_per_minute else None
+            caps = [limit / t.per_minute(what) for what, limit in a.limits()]
+            cap = min(caps) if caps else None
             out.setdefault(d.key, []).append(ApiOption(d.key, aid, api_usd_per_user_year(a, t), cap, t))
     return out, excluded

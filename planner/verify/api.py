@@ -46,10 +46,13 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
         v.check("costs", close(r["cost_usd_per_year"], usd, 1e-5, USD),
                 f"{where}: ${r['cost_usd_per_year']:,.2f}/yr; its tokens at ${a.usd_per_m_input_tokens}/"
                 f"${a.usd_per_m_output_tokens} per M in/out cost ${usd:,.2f}")
-        if a.max_tokens_per_minute is not None:
-            tpm = served * tps * 60 * (1 + job.input_tokens / job.output_tokens)
-            v.check("availability", tpm <= a.max_tokens_per_minute * (1 + 1e-6),
-                    f"{where}: {tpm:,.0f} tokens a minute at the peak, the API allows {a.max_tokens_per_minute:,.0f}")
+        per_minute = served * tps * 60  # generated tokens a minute at the peak
+        use = {"tokens": per_minute * (1 + job.input_tokens / job.output_tokens), "output tokens": per_minute,
+               "input tokens": per_minute * job.input_tokens / job.output_tokens,
+               "requests": per_minute / job.output_tokens}
+        for what, limit in a.limits():
+            v.check("availability", use[what] <= limit * (1 + 1e-6),
+                    f"{where}: {use[what]:,.0f} {what} a minute at the peak, the API allows {limit:,.0f}")
         ledger.usage[a.id][part.key] += r["cost_usd_per_year"]
         users += served
     return users
