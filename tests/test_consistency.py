@@ -287,3 +287,25 @@ def test_one_bought_offer_for_edge_units_and_site_systems_plans_splits_and_verif
     assert site >= 1 and [u["systems"] for u in plan["utilisation"] if u["offer"] == "a6000-lab"] == [site]
     cost = {j["name"]: j["cost_usd_per_year"] for j in plan["jobs"]}
     assert cost["kiosk"] == pytest.approx(row["cost_usd_per_year"] * units / row["systems"], rel=1e-3)
+
+
+def test_edge_units_support_is_support_not_capital():
+    """choose-go's 200 Jetson AGX Thor robots: each costs its capital (the annuity) under capital and
+    8% of its price a year under support, as a datacenter system does (the support was booked as
+    capital: the review's 300-unit fleet showed $95.5k of support inside 'capital')."""
+    from conftest import shipped_plan
+
+    from planner.data.catalog import load_catalog
+    from planner.physics import costs
+
+    s, plan = shipped_plan("choose-go.yaml", False)
+    (row,) = [f for f in plan["fleet"] if f["offer"] == "jetson-agx-thor-x1-buy-nvidia"]
+    o = load_catalog().offers[row["offer"]]
+    capital = costs.capital_usd_per_year(o, s.policy.discount_rate, s.horizon_years)
+    support = o.purchase_usd * s.site.support_fraction_per_year
+    assert row["cost_usd_per_year"] == pytest.approx(row["systems"] * (capital + support), abs=0.05)
+    held = [f for f in plan["fleet"] if f["acquisition"] == "buy"]
+    datacenter_support = sum(load_catalog().offers[f["offer"]].purchase_usd * f["systems"] for f in held
+                             if f is not row) * s.site.support_fraction_per_year
+    assert plan["cost_breakdown_usd_per_year"]["support"] == pytest.approx(
+        datacenter_support + row["systems"] * support, abs=1.0)

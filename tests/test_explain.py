@@ -276,3 +276,11 @@ def test_a_replica_capped_by_its_first_token_limit_says_so_not_bandwidth():
     for p, why in zip(job["placements"], job["why"]):
         assert p["ttft_s"] == pytest.approx(5.0, abs=0.02) and p["tokens_per_s_per_user"] > 20
         assert "the first-token limit binds (time to first token under load) at 201 users per replica" in why
+
+
+def test_a_speed_just_below_its_target_is_shown_below_it():
+    """'even one user gets 20.0 tok/s ..., below 20' (expert review): the figure keeps the decimals
+    that show the miss."""
+    from planner.options.build import _below
+
+    assert (_below(19.96, 20), _below(12.34, 20), _below(19.9996, 20)) == ("19.96", "12.3", "19.9996")

@@ -26,10 +26,13 @@ from planner.explain.replanned import cap_rows, row, target_rows
 # --- the explanation rows: binding constraint families with prices -------------------------------
 
 def _fleet_words(fm, res) -> str:
-    """How the short-run prices hold the fleet: the systems owned, or only hourly rentals."""
-    owned = any(round(res.values.get(v.name, 0.0)) > 0 for (_, t), vs in fm.held_terms.items()
-                if t == fm.last for v in vs)
-    return "with the fleet you own" if owned else "with the fleet as planned (hourly rentals or API tokens)"
+    """How the short-run prices hold the fleet: the systems bought or reserved, or only hourly rentals."""
+    held = {fm.offer(oid).acquisition for (oid, t), vs in fm.held_terms.items()
+            if t == fm.last and any(round(res.values.get(v.name, 0.0)) > 0 for v in vs)}
+    if not held:
+        return "with the fleet as planned (hourly rentals or API tokens)"
+    return "with the fleet you own" if held == {"buy"} else (
+        "with the systems you reserve" if "buy" not in held else "with the systems you own and reserve")
 
 
 def _held(fm, res, dk: str) -> float:

@@ -112,9 +112,8 @@ def define_edge_variables(m) -> None:
                     if m.npv:
                         _purchase(m, oid, t, v, {}, fleet=False)
                         continue
-                    unit = (costs.capital_usd_per_year(o, rate, m.scenario.horizon_years)
-                            + o.purchase_usd * m.scenario.site.support_fraction_per_year)
-                    m.cost(t, "capital", unit, v, oid)
+                    m.cost(t, "capital", costs.capital_usd_per_year(o, rate, m.scenario.horizon_years), v, oid)
+                    m.cost(t, "support", o.purchase_usd * m.scenario.site.support_fraction_per_year, v, oid)
                     m.pay(t, o.purchase_usd, v, oid)
 
 

@@ -128,8 +128,16 @@ def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) 
         t = serving.ttft_s(m, acc, wl, tp, pp, engine=engine)
         return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} (one prompt alone) exceeds {max_ttft:g} s"
     est = serving.estimate(m, acc, wl, tp, pp, 1, engine=engine)
-    return (f"latency:even one user gets {est.tokens_per_s_per_user:.1f} tok/s at TP{tp} PP{pp} "
+    return (f"latency:even one user gets {_below(est.tokens_per_s_per_user, min_tps)} tok/s at TP{tp} PP{pp} "
             f"({est.regime}-bound), below {min_tps:g}")
+
+
+def _below(value: float, target: float) -> str:
+    """`value` with the decimals that show it below `target` (19.96 against 20 is '19.96', not '20.0')."""
+    for digits in (1, 2, 3):
+        if round(value, digits) < target:
+            return f"{value:.{digits}f}"
+    return f"{value:.6g}"
 
 
 def _best_reason(reasons: list[tuple[str, object]], acc, system: System) -> str:
