@@ -58,6 +58,35 @@ def test_a_china_only_offer_is_never_used_by_a_us_site_and_why_not_says_so(tmp_p
     assert "region 'cn' not in policy.regions (us, global); the site is in 'us'" in h20["reason"]
 
 
+def test_a_site_in_china_buys_only_what_may_be_exported_there_unless_it_holds_a_licence(tmp_path, plan_cli):
+    """US export rules (economics.md s5c): TPP >= 4,800 needs a licence for China with a presumption of
+    denial, the H20 one since 2025-04, the H200 a case-by-case one. The review's Shanghai server room
+    bought an RTX PRO 6000 node (TPP 7,485); an office in China that buys may have the parts under the
+    threshold (RTX A6000 workstations, a DGX Spark), and what it holds a licence for."""
+    job = {"name": "staff-chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+           "context_tokens": 8192, "concurrent_users": 100, "min_tokens_per_s_per_user": 20}
+    site = {"ownership": "on-prem", "region": "cn", "cooling": "air", "kind": "office"}
+    policy = {"acquisition": ["buy"], "stacks": ["cuda"]}
+    from planner.options.export import tpp
+    assert round(tpp(CAT.accelerators["h100-sxm"])) == 15832 and round(tpp(CAT.accelerators["rtx-4090"])) == 5285
+    s, plan = _plan(tmp_path, _doc("cn-buy", site, policy, [job]), explain="brief")
+    bought = {CAT.systems[CAT.offers[f["offer"]].system].accelerator for f in plan["fleet"]}
+    assert bought and all(tpp(CAT.accelerators[a]) < 4800 for a in bought), bought
+    why = {a["accelerator"]: a["reason"] for a in plan["alternatives"]}
+    assert ("a US export licence is needed to ship it to China (TPP 7,485 >= 4,800 since 2023-11-17, presumption of "
+            "denial; economics.md s5c); list it in policy.export_licences if you hold a licence") in why["rtx-pro-6000"]
+    assert "case by case, with a 25% tariff" in why["h200-nvl"]
+    _, licensed = _plan(tmp_path, _doc("cn-lic", site, dict(policy, export_licences=["rtx-pro-6000"]), [job]))
+    assert {f["system"] for f in licensed["fleet"]} == {"rtx-pro-6000-x1"}
+    assert licensed["total_cost_usd_per_year"] < plan["total_cost_usd_per_year"]
+    _, us = _plan(tmp_path, _doc("us-buy", dict(site, region="us"), policy, [job]))  # no export for a US office
+    assert us["total_cost_usd_per_year"] == licensed["total_cost_usd_per_year"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(_doc("bad", site, dict(policy, export_licences=["h100"]), [job])))
+    res = plan_cli(bad)
+    assert res.code == 2 and "unknown accelerator 'h100'" in res.err and "policy.export_licences" in res.err
+
+
 def test_policy_regions_listed_explicitly_replace_the_default(tmp_path):
     _, eu = _plan(tmp_path, _doc("eu-only", {"ownership": "cloud", "region": "us"},
                                  {"acquisition": ["on-demand"], "regions": ["eu"]}, [SMALL_CHAT]))

@@ -40,7 +40,7 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
             note(f"note: offers.{i}.system '{offer.system}' is read as '{canonical}' (ids are lower-case)")
             s.offers[i] = offer.model_copy(update={"system": canonical})
     for key, known in (("accelerators", accelerators), ("exclude_accelerators", accelerators),
-                       ("providers", providers), ("exclude_providers", providers)):
+                       ("export_licences", accelerators), ("providers", providers), ("exclude_providers", providers)):
         names = getattr(s.policy, key)
         for i, name in enumerate(names or ()):
             canonical = by_case(name, known)
@@ -103,6 +103,7 @@ def check_accelerators(s: Scenario, cat: Catalog) -> list[Problem]:
     problems = []
     named = [("policy.accelerators", a) for a in s.policy.accelerators or []]
     named += [("policy.exclude_accelerators", a) for a in s.policy.exclude_accelerators]
+    named += [("policy.export_licences", a) for a in s.policy.export_licences]
     named += [(f"trends.{i}.accelerator", t.accelerator) for i, t in enumerate(s.trends) if t.accelerator != "*"]
     for where, acc in named:
         if acc not in cat.accelerators:

@@ -81,6 +81,9 @@ class Policy(Strict):
         "providers never to use (names from `plan catalog providers`)"))
     accelerators: Optional[list[str]] = Field(None, description="only these accelerator ids (None: any)")
     exclude_accelerators: list[str] = Field(default_factory=list, description="accelerator ids never to use")
+    export_licences: list[str] = Field(default_factory=list, description=(
+        "accelerator ids the buyer holds a US export licence for: a site in China (site.region cn, mo) may buy "
+        "them (options/export.py)"))
     stacks: Optional[list[Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]]] = Field(
         None, description="software stacks the team can run (None: any)")
     redundancy: Literal["none", "n+1"] = Field(

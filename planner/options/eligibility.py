@@ -8,6 +8,7 @@ import math
 from planner.data.catalog import Catalog, Offer, System
 from planner.data.consistency import allowed_regions, in_regions  # noqa: F401  (allowed_regions: options.api reads it here)
 from planner.data.scenario import Scenario
+from planner.options.export import export_exclusion
 from planner.options.types import BatchOption, Demand, Options
 from planner.physics import costs
 
@@ -38,6 +39,9 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
         return f"{where} not in policy.regions ({', '.join(regions)}); the site is in '{s.site.region}'"
     if p.provider_tiers is not None and o.tier not in p.provider_tiers:
         return f"provider tier '{o.tier}' not in policy.provider_tiers ({', '.join(p.provider_tiers)})"
+    licence = export_exclusion(o, acc, s.site.region, p.export_licences)
+    if licence:
+        return licence
     if o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air":
         return "needs liquid cooling; the site has air cooling only"
     if o.max_systems == 0:
