@@ -52,3 +52,27 @@ def test_estimate_says_when_disaggregation_wins(plan_cli):
     assert tight["disaggregated"].startswith("wins") and tight["disaggregated_gain"] > 1.3
     loose = json.loads(plan_cli(*args).out)
     assert loose["disaggregated"].startswith("loses") and loose["disaggregated_gain"] < 1.0
+
+
+def test_a_disaggregated_replicas_memory_line_is_per_decode_accelerator(tmp_path, plan_cli):
+    """The review's 70B on one H100 node split 4x TP1 prefill + 1x TP4 decode printed '135.4 GiB weights
+    + 406.5 GiB KV = 570.5 of 640.0 GiB' (one accelerator's figures times eight): the line gives one
+    decode accelerator's memory, and says the prefill instances hold copies of their own."""
+    import json
+
+    import yaml
+
+    doc = {"name": "split", "site": {"ownership": "cloud"},
+           "policy": {"acquisition": ["on-demand"], "accelerators": ["h100-sxm"], "providers": ["hyperstack"],
+                      "redundancy": "none"},
+           "jobs": [{"name": "qa", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8", "input_tokens": 1000,
+                     "output_tokens": 1000, "context_tokens": 2000, "concurrent_users": 400,
+                     "min_tokens_per_s_per_user": 20, "max_ttft_s": 0.6}]}
+    path = tmp_path / "split.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    plan = json.loads(plan_cli(path, "--format", "json", "--explain", "none").out)
+    (p,) = plan["jobs"][0]["placements"]
+    (why,) = plan["jobs"][0]["why"]
+    assert "disaggregated" in why and p["accelerators_per_replica"] == 8
+    assert (f"{p['weights_gb']:,.1f} GiB weights + {p['kv_gb']:,.1f} GiB KV = {p['memory_gb_per_accelerator']:,.1f} of "
+            "80.0 GiB on each decode accelerator (every prefill instance holds a whole copy of the weights besides)") in why

@@ -92,8 +92,11 @@ def _reason(p: dict, job, shared: str) -> str:
                  else f"{pools[0]}x TP{pools[1]} prefill + {pools[2]}x TP{pools[3]} decode, disaggregated"
                  if pools else f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}")
         half = p.get("disaggregated")
-        head = (f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}){shared}: {weights:,.1f} GiB "
-                f"weights + {kv:,.1f} GiB KV = {used:,.1f} of {cap:,.1f} GiB; ")
+        memory = (f"{weights:,.1f} GiB weights + {kv:,.1f} GiB KV = {used:,.1f} of {cap:,.1f} GiB" if not pools else
+                  f"{p['weights_gb']:,.1f} GiB weights + {p['kv_gb']:,.1f} GiB KV = {p['memory_gb_per_accelerator']:,.1f} "
+                  f"of {p['memory_gb_capacity']:,.1f} GiB on each decode accelerator (every prefill instance holds a whole "
+                  "copy of the weights besides)")
+        head = f"{p['replicas']} replica(s) of {n}x {p['accelerator']} ({split}){shared}: {memory}; "
         if half and half["role"] == "prefill":  # holds no users: it admits prompts for the decode half
             at_limit = bool(getattr(job, "max_ttft_s", None)) and p["ttft_s"] >= 0.99 * job.max_ttft_s
             return (f"{head}prefill half of a pair across two system types: "
