@@ -24,10 +24,11 @@ from planner.data.catalog import Offer, System
 from planner.data.constants import HOURS_PER_YEAR
 
 IDLE_POWER_FRACTION = 0.3
-RESERVED_TERM_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
-"""the years a reserved contract commits to"""
 """Share of full power drawn by an idle server (GPUs idle near 10-15% of TDP, hosts, fans and
 network much higher) [derived; check against your own meters]."""
+
+RESERVED_TERM_YEARS = {"reserved-1y": 1, "reserved-3y": 3}
+"""the years a reserved contract commits to"""
 
 
 SPOT_RESTART_OVERHEAD = 1.10
