@@ -197,6 +197,7 @@ def _is_table_line(line: str) -> bool:
 
 
 def plan_markdown(plan: dict) -> str:
+    unquoted = [f"- {line}" for line in unquoted_lines(plan)]
     lines = [f"# Hardware plan: {plan['scenario']}", "",
              f"**Status:** {status_text(plan)}. **Cost:** {cost_line(plan)}.", "",
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
@@ -204,7 +205,7 @@ def plan_markdown(plan: dict) -> str:
              "## What to buy or rent", "",
              markdown_table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                             {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), "",
-             *[f"- {line}" for line in unquoted_lines(plan)], *([""] if unquoted_lines(plan) else [])]
+             *unquoted, *([""] if unquoted else [])]
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
