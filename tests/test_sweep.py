@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -92,3 +93,15 @@ def test_compare_puts_two_plans_side_by_side(tmp_path, plan_cli):
     assert table.code == 0
     assert "A: support-finetune.yaml" in table.out and "B: more-runs.yaml" in table.out
     assert plan_cli("compare", FINETUNE, tmp_path / "missing.yaml").code == 2
+
+
+def test_compare_warns_when_the_plans_cover_different_horizons(tmp_path, plan_cli):
+    """A one-year plan beside a three-year one: their totals over the horizon add up different numbers
+    of years (the review's compare of a 1-year and a 3-year commitment read the 1-year plan as cheaper
+    over its horizon): the table shows both horizons and stderr says to compare $/year."""
+    longer = tmp_path / "three-years.yaml"
+    longer.write_text(FINETUNE.read_text().replace("horizon_years: 1", "horizon_years: 3"))
+    res = plan_cli("compare", FINETUNE, longer)
+    assert res.code == 0 and re.search(r"horizon \(years\)\s+1\s+3\s+2", res.out)
+    assert "warning: the plans cover 1 and 3 years: compare their $/year" in res.err
+    assert "warning" not in plan_cli("compare", FINETUNE, FINETUNE).err

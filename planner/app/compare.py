@@ -40,7 +40,7 @@ def compare_plans(a: Path, b: Path, catalog_paths: tuple[str, ...] = (), time_li
                    load_plan_or_solve(b, catalog_paths, time_limit_s, measurements))
 
 
-COMPARE_ROWS = [("status", "status"), ("$/year", "total_cost_usd_per_year"),
+COMPARE_ROWS = [("status", "status"), ("horizon (years)", "horizon_years"), ("$/year", "total_cost_usd_per_year"),
                 ("$ over horizon", "total_cost_usd_over_horizon"), ("NPV $", "npv_usd"),
                 ("cash $", "cash_total_usd"), ("$/Mtok", "usd_per_million_tokens")]
 
@@ -52,8 +52,13 @@ def compare(a: dict, b: dict) -> dict:
     for _, key in COMPARE_ROWS:
         if isinstance(sa.get(key), (int, float)) and isinstance(sb.get(key), (int, float)):
             diff[key] = round(sb[key] - sa[key], 4)
-    return {"a": {"scenario": a["scenario"], "summary": sa}, "b": {"scenario": b["scenario"], "summary": sb},
-            "difference": diff}
+    out = {"a": {"scenario": a["scenario"], "summary": sa}, "b": {"scenario": b["scenario"], "summary": sb},
+           "difference": diff}
+    ha, hb = sa.get("horizon_years"), sb.get("horizon_years")
+    if ha and hb and ha != hb:
+        out["warning"] = (f"the plans cover {ha} and {hb} years: compare their $/year (each its own horizon's yearly "
+                          "cost); their totals over the horizon and NPVs add up different numbers of years")
+    return out
 
 
 def compare_rows(result: dict, names: tuple[str, str]) -> list[dict]:

@@ -294,7 +294,8 @@ def summarise(plan: dict) -> dict:
             worst = unserved.get(dk)
             if worst is None or u["share"] > worst["share"]:
                 unserved[dk] = {**u, **({"year": entry["year"]} if "year" in entry else {})}
-    return {"status": plan["status"], "total_cost_usd_per_year": plan["total_cost_usd_per_year"],
+    return {"status": plan["status"], "horizon_years": plan.get("horizon_years"),
+            "total_cost_usd_per_year": plan["total_cost_usd_per_year"],
             "total_cost_usd_over_horizon": plan.get("total_cost_usd_over_horizon"),
             "npv_usd": plan.get("npv_usd"), "cash_total_usd": plan.get("cash_total_usd"),
             "fleet": [{"systems": f["systems"], "system": f["system"], "acquisition": f["acquisition"],

@@ -296,6 +296,8 @@ def compare_cmd(
     rows = compare.compare_rows(result, names)
     cols = ["", *names, "B - A"]
     typer.echo(tables.markdown_table(rows, cols) if fmt == CompareFormat.markdown else tables.table(rows, cols))
+    if result.get("warning"):
+        typer.echo(f"warning: {result['warning']}", err=True)
 
 
 @app.command("calibrate")
