@@ -284,3 +284,20 @@ def test_a_speed_just_below_its_target_is_shown_below_it():
     from planner.options.build import _below
 
     assert (_below(19.96, 20), _below(12.34, 20), _below(19.9996, 20)) == ("19.96", "12.3", "19.9996")
+
+
+def test_a_long_prompts_first_token_limit_tries_more_pipeline_stages():
+    """32,000-token prompts of Llama 3.1 70B within 0.3 s: a prompt's chunks pipeline through the
+    stages, so TP16 PP16 on a TPU v6e pod answers in 0.24 s where PP2 takes 1.04 s; the options tried
+    PP beyond 2 only when memory bound the batch, and the diagnosis named a configuration no option
+    had (the expert review's b5)."""
+    from planner.data.catalog import load_catalog
+    from planner.physics import serving
+
+    cat = load_catalog()
+    m, system = cat.models["llama-3.1-70b"], cat.systems["tpu-v6e-x256"]
+    acc = cat.accelerators[system.accelerator]
+    wl = serving.Workload("fp8", "fp8", 32000, 200, 33000)
+    found, _ = options.serve_configs(m, acc, system, wl, 20, 0.3, "s")
+    assert found and all(o.ttft_s <= 0.3 and o.tokens_per_s_per_user >= 20 for o in found)
+    assert min(o.pp for o in found) > 2

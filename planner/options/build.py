@@ -103,8 +103,9 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                 else:  # worded only if no split fits (_best_reason)
                     reasons.append((limit if limit in ("memory", "ttft") else "latency",
                                     (m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine)))
-                if limit != "memory" and pp >= 2:
-                    break  # more stages add memory only: per-user speed and the batch cap barely move
+                if limit not in ("memory", "ttft") and pp >= 2:
+                    break  # more stages add memory only: per-user speed and the batch cap barely move (a
+                    # long prompt's first token does: its chunks pipeline through the stages, physics.ttft)
             pp *= 2
         tp *= 2
     if not found:
