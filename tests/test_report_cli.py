@@ -184,3 +184,19 @@ def test_a_plan_resting_on_an_estimated_price_says_so_in_every_format():
             "2026-12-02, not a public price; get a quote before acting on this plan, and put it in with --catalog")
     assert line in plan_text(plan) and line in plan_markdown(plan) and line in plan_html(plan)
     assert "Price not quoted" not in plan_text(shipped_plan("bank.yaml", False)[1])
+
+
+def test_a_plan_on_marketplace_capacity_says_what_that_means():
+    """traffic-mix rents L40S cards from runpod-community, a marketplace of third-party hosts: the plan
+    says there is no capacity or uptime promise and how a job that must stay up avoids it (the expert
+    review found production plans landing there with nothing said); bank, bought, says nothing of it."""
+    from planner.cli.render import plan_text
+
+    plan = shipped_plan("traffic-mix.yaml", False)[1]
+    rows = [f for f in plan["fleet"] if f["tier"] == "marketplace"]
+    assert rows
+    text = plan_text(plan)
+    assert (f"Marketplace capacity: {rows[0]['systems']}x {rows[0]['system']} ({rows[0]['provider']}) run on third-party "
+            "hosts with no capacity or uptime promise") in text
+    assert "latency_critical: true, or the scenario policy.provider_tiers" in text
+    assert "Marketplace capacity" not in plan_text(shipped_plan("bank.yaml", False)[1])

@@ -23,7 +23,7 @@ from planner.cli.render import (
     placement_rows,
     pool_lines,
     status_text,
-    unquoted_lines,
+    fleet_notes,
 )
 from planner.cli.render_years import (
     BUY_COLUMNS,
@@ -139,9 +139,9 @@ def plan_html(plan: dict) -> str:
     body += ["<h2>What to buy or rent</h2>",
              _table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                     {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"})]
-    unquoted = unquoted_lines(plan)
-    if unquoted:
-        body.append('<ul class="warn">' + "".join(f"<li>{_e(m)}</li>" for m in unquoted) + "</ul>")
+    notes = fleet_notes(plan)
+    if notes:
+        body.append('<ul class="warn">' + "".join(f"<li>{_e(m)}</li>" for m in notes) + "</ul>")
     for job in plan["jobs"]:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",

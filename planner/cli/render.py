@@ -29,10 +29,16 @@ UNQUOTED = ("ESTIMATE", "ASSUMPTION")
 """how the bundled catalog marks a price with no public quote behind it (catalog/offers.csv's header)"""
 
 
-def unquoted_lines(plan: dict) -> list[str]:
+def fleet_notes(plan: dict) -> list[str]:
     """One line per fleet row whose price is a catalog estimate or assumption, not a quote (the
-    source column says so): a plan that rests on it should be checked against a real quote."""
+    source column says so): a plan that rests on it should be checked against a real quote; and one
+    for the rows on marketplace capacity (third-party hosts: no capacity or uptime promise)."""
     out = []
+    market = [f"{f['systems']}x {f['system']} ({f['provider']})" for f in plan["fleet"] if f.get("tier") == "marketplace"]
+    if market:
+        out.append(f"Marketplace capacity: {', '.join(market)} run on third-party hosts with no capacity or uptime "
+                   "promise (and the catalog's max_systems caps how many one buyer gets); a job that must stay up "
+                   "can set latency_critical: true, or the scenario policy.provider_tiers")
     for f in plan["fleet"]:
         source = str(f.get("price_source") or "")
         if source.upper().startswith(UNQUOTED):
@@ -156,7 +162,7 @@ def plan_text(plan: dict, width: int | None = None) -> str:
     lines += [plan["summary"], ""] if plan.get("summary") else []
     lines += _years_section(plan, markdown=False)
     lines += ["Fleet", table(fleet_rows(plan), FLEET_COLUMNS, FLEET_HEADERS)]
-    lines += [f"  - {line}" for line in unquoted_lines(plan)] + [""]
+    lines += [f"  - {line}" for line in fleet_notes(plan)] + [""]
     for job in plan["jobs"]:
         lines.append(f"Job '{job['name']}' ({job['stage']}, {job['model']}): {usd(job['cost_usd_per_year'])}/year; "
                      + (unit_cost_text(job["unit_cost"]) or "-"))
@@ -197,7 +203,7 @@ def _is_table_line(line: str) -> bool:
 
 
 def plan_markdown(plan: dict) -> str:
-    unquoted = [f"- {line}" for line in unquoted_lines(plan)]
+    notes = [f"- {line}" for line in fleet_notes(plan)]
     lines = [f"# Hardware plan: {plan['scenario']}", "",
              f"**Status:** {status_text(plan)}. **Cost:** {cost_line(plan)}.", "",
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
@@ -205,7 +211,7 @@ def plan_markdown(plan: dict) -> str:
              "## What to buy or rent", "",
              markdown_table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                             {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"}), "",
-             *unquoted, *([""] if unquoted else [])]
+             *notes, *([""] if notes else [])]
     for job in plan["jobs"]:
         lines += [f"## Job: {job['name']} ({job['stage']}, {job['model']})", "",
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
