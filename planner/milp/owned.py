@@ -31,7 +31,6 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.years import life_years
 from planner.physics import costs
 
-RESERVED_YEARS = costs.RESERVED_TERM_YEARS
 
 
 def resale_value(m, oid: str, bought: int, sold: int) -> float:
@@ -89,7 +88,7 @@ def define_owned_variables(m) -> None:
                 _purchase(m, oid, t, v, {"hosting": fixed["hosting"], "power": fixed["power"], "ops": fixed["ops"]})
             else:
                 usd = o.price_usd_per_hour * m.factor(oid, t) * HOURS_PER_YEAR
-                for h in range(t, t + RESERVED_YEARS[o.acquisition]):
+                for h in range(t, t + costs.RESERVED_TERM_YEARS[o.acquisition]):
                     if h <= m.last:
                         m.held_terms.setdefault((oid, h), []).append(v)
                         m.cost(h, "reserved", usd, v, oid)

@@ -36,7 +36,6 @@ from planner.verify.common import REL, USD, Verification, close
 from planner.verify.fleet import complexity_usd
 from planner.verify.numbers import check_fleet_rows, check_utilisation, whole
 
-RESERVED_YEARS = costs.RESERVED_TERM_YEARS
 DEVICES = ("edge", "workstation")
 """System kinds an edge job may buy as devices: no hosting or idle power is charged for those (a device
 is not in the data center), and the multi-year readout reports their purchase_usd as 0."""
@@ -53,7 +52,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         return o.purchase_usd * factor(o, t) if o.acquisition == "buy" else o.price_usd_per_hour * factor(o, t) * HOURS_PER_YEAR
 
     def term(o) -> int:
-        return life_years(o) if o.acquisition == "buy" else RESERVED_YEARS[o.acquisition]
+        return life_years(o) if o.acquisition == "buy" else costs.RESERVED_TERM_YEARS[o.acquisition]
 
     def exit_usd(o, tau: int, age: int) -> float:
         """what one system of o bought in year tau fetches leaving `age` years later: the market's
@@ -67,7 +66,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         for b in y["purchases"]:
             o = cat.offers.get(b["offer"])
             where = f"year {t}: purchase of '{b['offer']}'"
-            if not v.check("catalog", o is not None and o.system in cat.systems and o.acquisition in ("buy", *RESERVED_YEARS)
+            if not v.check("catalog", o is not None and o.system in cat.systems and o.acquisition in ("buy", *costs.RESERVED_TERM_YEARS)
                            and (b["system"], b["acquisition"]) == (o.system, o.acquisition),
                            f"{where} does not match an owned catalog offer"):
                 continue
@@ -156,7 +155,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         npv += (1.0 + rate) ** -(t - 1) * y["cost_usd"] - (1.0 + rate) ** -t * y["resale_usd"]
     for oid, per_year in bought.items():
         o = cat.offers[oid]
-        if o.acquisition in RESERVED_YEARS:
+        if o.acquisition in costs.RESERVED_TERM_YEARS:
             npv += sum(n * unit_price(o, tau) * (1.0 + rate) ** -(h - 1) for tau, n in per_year.items()
                        for h in range(tau, tau + term(o)) if h > last)
     v.check("costs", close(plan["npv_usd"], npv), f"NPV ${plan['npv_usd']:,.2f}; the years' cash and resale "
