@@ -139,12 +139,13 @@ class Relaxation:
         return [col[self.column[v.name]] for v in variables]
 
     def optimum(self, objective: float) -> Optimum:
-        """The LP just solved, at its optimum `objective` (solve()'s value): its point and reduced
-        costs, copied, for reduced-cost tightening (Optimum.within) once the LP has moved on."""
+        """The LP just solved, at its optimum `objective` (solve()'s value): its point, reduced
+        costs and row duals, copied, for reduced-cost tightening (Optimum.within) once the LP has moved on."""
         import numpy as np
 
         sol = self._h.getSolution()
-        return Optimum(objective, np.array(sol.col_value, dtype=float), np.array(sol.col_dual, dtype=float))
+        return Optimum(objective, np.array(sol.col_value, dtype=float), np.array(sol.col_dual, dtype=float),
+                       np.array(sol.row_dual, dtype=float))
 
     def reduced_costs(self, variables: list[pulp.LpVariable]) -> list[float]:
         """the variables' reduced costs in the last LP solved (the objective's rise per unit a
@@ -166,6 +167,8 @@ class Optimum:
     objective: float
     x: object
     reduced: object
+    rows: object = None
+    """the row duals y (d = c - A'y): milp/lagrangian.py prices the rows that couple demands with them"""
 
     def within(self, cutoff: float, lower, upper, integer) -> tuple:
         """The column bounds (lower, upper) every plan cheaper than `cutoff` keeps: reduced-cost
