@@ -91,7 +91,28 @@ def test_beside_a_large_shortlists_search_it_runs_and_the_plan_is_measured_again
     with deadline.budget(60):
         plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
     assert len(started) == 1 and not started[0]._thread.is_alive()
-    value = started[0].result()
+    value = started[0].result().value
     assert value is not None and value in raised
     cost, gap = plan["total_cost_usd_per_year"], plan["solver"]["gap"]
     assert gap is not None and cost * (1 - gap) >= value * (1 - 1e-6)
+
+
+def test_the_provers_first_child_starts_from_the_cuts_and_hands_them_to_its_restarts():
+    """mipbound: the child on the full model adds the Lagrangian cuts before branch and cut (its
+    bound is then at least L at once) and saves them; the planner adds them to the LP's arrays once
+    (Prover._read_cuts), so a narrowed restart starts with them; the bound stays valid."""
+    jobs, policy = N1_CASES["three-jobs-mixed-hours"]
+    s = scenario(jobs, policy)
+    expected = n_plus_1_brute_force(s)
+    fm = _model(s)
+    lp = relaxation(fm.prob)
+    optimum = lp.optimum(lp.solve())
+    rows = len(lp.arrays["row_lower"])
+    prover = mipbound.start(lp, 60.0, lp_seconds=1.0, lagrange=(lagrangian.labels(fm, lp), optimum))
+    if prover is None:
+        pytest.skip("one core: no prover")
+    prover.proc.wait(timeout=60)
+    got = prover.stop()
+    assert prover.cuts_read and len(lp.arrays["row_lower"]) > rows
+    assert got == pytest.approx(expected, rel=1e-6)
+    assert lp.solve() == pytest.approx(expected, rel=1e-6, abs=1.0)  # the LP with the cuts: L, here the optimum

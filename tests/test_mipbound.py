@@ -65,8 +65,8 @@ def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_
     started, lps = [], []
     real_start, real_bound = mipbound.start, prune.full_model_bound
 
-    def recorded(lp, seconds, lp_seconds, *narrowed):
-        started.append(real_start(lp, seconds, lp_seconds, *narrowed))
+    def recorded(lp, seconds, lp_seconds, *narrowed, **lagrange):
+        started.append(real_start(lp, seconds, lp_seconds, *narrowed, **lagrange))
         return started[-1]
 
     def bound_seen(fm, seconds=None):
@@ -142,7 +142,7 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
 
     monkeypatch.setattr(screening, "search", nothing)
     monkeypatch.setattr(mipbound, "start_search", searcher)
-    monkeypatch.setattr(mipbound, "start", lambda *a: provers.append((len(searchers), searchers[-1].proc is None)))
+    monkeypatch.setattr(mipbound, "start", lambda *a, **k: provers.append((len(searchers), searchers[-1].proc is None)))
     monkeypatch.setattr(mipbound, "cores", lambda: 2)
     s = load_scenario(SCENARIOS / "choose-go.yaml")
     with deadline.budget(60):
@@ -190,7 +190,7 @@ def test_beside_a_screened_search_the_prover_starts_once_the_full_lp_is_solved(m
         return real_build(*a, **k)
 
     monkeypatch.setattr(planning.model, "build", build)
-    monkeypatch.setattr(mipbound, "start", lambda *a: events.append("prover") or real_start(*a))
+    monkeypatch.setattr(mipbound, "start", lambda *a, **k: events.append("prover") or real_start(*a, **k))
     s = load_scenario(SCENARIOS / "choose-go.yaml")
     with deadline.budget(60):
         plan = planning.make_plan(s, explain="none")

@@ -6,6 +6,7 @@ lists in solver.cut_short."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 from planner.data import consistency as checks
@@ -54,10 +55,11 @@ beside the search for this share of the time left, and the plan is measured agai
 benchmarks/milp.py's 200 generated jobs, limit 30 s, --explain none, seeds 3-8 (one draw each),
 the plan's gap without -> with it: 3.06 -> 3.01%, 2.39 -> 1.71%, 2.60 -> 2.49%, 2.92 -> 2.97%,
 4.58 -> 2.96%, 2.78 -> 2.18% (mean 3.06 -> 2.55%; the plans themselves move with the load). Computed
-before the search instead (0.15 of the time left), the search lost that time: mean 2.68%. On 60
-jobs, where the prover's branch and cut runs beside the search, its bound at 10 s is the higher on
-three seeds of four, and a third process on two cores moved the gaps both ways (seed 5 4.38 ->
-5.00%, seed 6 2.63 -> 2.50%): not run there."""
+before the search instead (0.15 of the time left), the search lost that time: mean 2.68%. Its
+cuts are added to the full LP before the prover that follows the search starts. Where the prover
+runs beside the search (60 jobs), its child computes the cuts itself (milp/mipbound.py): a third
+process on two cores, this thread, moved the gaps both ways (seed 5 4.38 -> 5.00%, seed 6 2.63 ->
+2.50%)."""
 
 SHORTLIST_SHARE = 0.5
 """Of the time left once the full model's LP bound is known, the share the shortlisted model's
@@ -146,12 +148,13 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
             deadline.step("solve")
             if bound.objective is not None:
                 screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
+                keep = bound.widened(screened)
                 if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
                     prover = _prover(bound)
                 elif bound.optimum is not None:  # (an LP of HiGHS's: its duals)
                     seconds = LAGRANGIAN_SHARE * (b.left() if b is not None else time_limit_s or s.solver.time_limit_s)
                     lagrange = lagrangian.Beside(bound.model, bound.lp, bound.optimum, seconds)
-                fm = model.build(s, cat, opts, keep_pairs=bound.widened(screened))
+                fm = model.build(s, cat, opts, keep_pairs=keep)
                 if screened and not screening.eligible(fm):
                     fm = model.build(s, cat, opts, keep_pairs=bound.support)
         b = deadline.current()
@@ -171,7 +174,8 @@ def _prover(bound):
     b = deadline.current()
     if b is None or bound.objective is None:
         return None
-    return mipbound.start(bound.lp, b.left(), bound.lp_seconds)
+    lagrange = None if bound.optimum is None else (lagrangian.labels(bound.model, bound.lp), bound.optimum)
+    return mipbound.start(bound.lp, b.left(), bound.lp_seconds, lagrange=lagrange)
 
 
 NARROW_MIN_S = 2.0
@@ -243,23 +247,24 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
             deadline.step("diagnosis")
             raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
     require_solution(res, s)
+    if bound is not None and lagrange is not None and bound.lp is not None:
+        found = lagrange.result()  # (its cuts for the late prover below: it starts from their bound)
+        bound = prune.raised(bound, found.value)
+        bound.lp.add_array_rows([(columns, coefficients, rhs, math.inf) for columns, coefficients, rhs in found.rows])
     late = None
     if bound is not None and prover is None and searcher is not None and bound.objective is not None:
         prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is
                                        (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (_narrower)
     try:
-        return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share, lagrange)
+        return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share)
     finally:
         if late is not None:
             late.stop()
 
 
-def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, share: float, lagrange=None):
-    """_searched's plan measured against the full model's bound: its Lagrangian bound (when one ran
-    beside the search), CBC's root node on it from the plan, the prover waited on and stopped, the
-    cheaper of their plans taken."""
-    if bound is not None and lagrange is not None:
-        bound = prune.raised(bound, lagrange.result())
+def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, share: float):
+    """_searched's plan measured against the full model's bound: CBC's root node on it from the
+    plan, the prover waited on and stopped, the cheaper of their plans taken."""
     if bound is not None:
         searched = res.seconds + bound.lp_seconds  # the plan's solve: the shortlist's, the full LP, the roots
         measured = prune.against_full_model(res, bound, s.solver.gap)

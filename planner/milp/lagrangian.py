@@ -26,6 +26,16 @@ limit stops it); a block not solved in the time given adds nothing (v_B = c'_B x
 not see is the rounding of columns in no block (whole systems bought and reserved, shared spares):
 those the prover's branch and cut (mipbound.py) works on.
 
+Cuts. Each block solved above its LP share gives a valid inequality, c'_B x_B >= v_B (Found.rows):
+with them the LP's optimum is at least L. The prover's first child adds them before its branch and
+cut (in_child), which then starts from L, and hands them back for its narrowed restarts (load); where
+no prover runs beside the search (200 jobs and more on two cores), L runs in a thread beside it
+(Beside) and its cuts go to the prover that starts once the search is done (app/planning.py). A
+second round (the LP re-solved with the cuts, its new duals priced again) found no block above the
+new LP's share on 60 jobs seed 8 (the LP with the cuts is the Lagrangian dual's optimum for these
+blocks), and subgradient steps from the LP's duals moved L by less than 0.2% (seed 5: rows of
+costs in dollars and of users in thousands give steps no one length suits).
+
 Measured (benchmarks/milp.py's generated jobs, every acquisition mode, this 2-core machine), the LP
 -> L, and the time the blocks took:
   60 jobs seed 5    956,729 -> 975,851 (+2.0%), 32 blocks; the optimum is 1,009,718
@@ -36,25 +46,32 @@ Measured (benchmarks/milp.py's generated jobs, every acquisition mode, this 2-co
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import threading
 import time
 
 import numpy as np
 
-from planner.milp import pooling
-
-GLOBAL = None
-"""the block of a column that no demand or pool owns"""
+NONE = -1
+"""the block of a column that no demand or pool owns (labels)"""
 BLOCK_S = 0.5
 """the most seconds one block's integer problem is given (HiGHS's dual bound at the limit is
 still a bound; a large pool's problem can take a minute to prove: 60 jobs seed 6, 45 s)"""
+INFINITE = 1e20
+"""a row or column bound this large is none (PuLP's solver infinity for a relaxed cut is 1e30)"""
+DUAL_TOLERANCE = 1e-9
+"""a price below this, either way, on a column in no block is 0 (HiGHS's dual feasibility tolerance is 1e-7)"""
 SLACK = 1e-7
-"""share of the LP's objective taken off the bound for the LP's and the blocks' tolerances"""
+"""share of the LP's objective taken off the bound (and off each cut's right-hand side) for the
+LP's and the blocks' tolerances"""
 
 
 def blocks(fm) -> dict[str, object]:
     """column name -> its block (('demand', d) or ('pool', p)); columns in no block are left out."""
+    from planner.milp import pooling
+
     def of(dk: str):
         pool = pooling.pooled(fm, dk)
         return ("pool", pool) if pool is not None else ("demand", dk)
@@ -70,35 +87,27 @@ def blocks(fm) -> dict[str, object]:
     return out
 
 
-class Beside:
-    """bound() in a thread of its own while the search runs (app/planning.py): result() waits for it
-    (it ends by its own time limit) and stop() ends it at the next block. Its blocks are HiGHS
-    solves, which run outside Python's lock; the model, LP arrays and optimum it reads are not
-    changed by anything else meanwhile (the search works on a shortlisted model of its own)."""
+def labels(fm, lp) -> np.ndarray:
+    """Each column of `lp` (relaxation.Relaxation of fm's problem, in its order): its block's number
+    (blocks, numbered in sorted order) or NONE: what the prover's child reads (mipbound.py)."""
+    owner = blocks(fm)
+    number = {b: k for k, b in enumerate(sorted(set(owner.values()), key=repr))}
+    out = np.full(len(lp.column), NONE, dtype=np.int64)
+    for name, j in lp.column.items():
+        if name in owner:
+            out[j] = number[owner[name]]
+    return out
 
-    def __init__(self, fm, lp, optimum, seconds: float):
-        self._stop = threading.Event()
-        self._value: float | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fm, lp, optimum, seconds), daemon=True)
-        self._thread.start()
 
-    def _run(self, fm, lp, optimum, seconds: float) -> None:
-        try:
-            self._value = bound(fm, lp, optimum, seconds, self._stop.is_set)
-        except BaseException as e:  # (raised again where the result is read)
-            self._error = e
+@dataclasses.dataclass
+class Found:
+    """L and the Lagrangian cuts behind it (rows): for each block B solved above its LP share,
+    c'_B x_B >= v_B, which every plan's block meets (v_B is at most B's integer minimum at the prices
+    c'), as (columns, coefficients, right-hand side less SLACK). With them the LP relaxation is at
+    least L, and branch and cut starts there (mipbound.py)."""
 
-    def result(self) -> float | None:
-        """the bound (None: none found); an error in the thread is raised here"""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+    value: float | None
+    rows: list = dataclasses.field(default_factory=list)
 
 
 def bound(fm, lp, optimum, seconds: float | None = None, stopped=lambda: False) -> float | None:
@@ -106,52 +115,131 @@ def bound(fm, lp, optimum, seconds: float | None = None, stopped=lambda: False) 
     was solved at `optimum` (relaxation.Optimum with row duals); None where L is no bound (a column in
     no block that the duals price below zero has no upper bound). Blocks are solved smallest first
     until `seconds` have passed or `stopped()` is true."""
+    return solve(fm, lp, optimum, seconds, stopped).value
+
+
+def solve(fm, lp, optimum, seconds: float | None = None, stopped=lambda: False) -> Found:
+    """bound()'s L with its cuts (Found); objective constant included."""
+    return of_arrays(lp.arrays, lp.integer, labels(fm, lp), optimum.rows, optimum.x, optimum.objective,
+                     seconds, stopped)
+
+
+def of_arrays(a: dict, integer, label, duals, x, objective: float, seconds: float | None = None,
+              stopped=lambda: False) -> Found:
+    """Found for the LP in arrays `a` (relaxation.Relaxation.arrays: columns, then rows in compressed
+    form) with integer columns `integer`, each column's block number `label` (labels), at its optimum
+    x of value `objective`, the row duals `duals` (the rows past len(duals) are priced at 0)."""
     import highspy
 
     end = None if seconds is None else time.monotonic() + seconds
-    a = lp.arrays
-    names = sorted(lp.column, key=lp.column.get)
-    owner = blocks(fm)
-    label = [owner.get(n, GLOBAL) for n in names]
+    label = np.asarray(label)
     ends = np.append(a["starts"], len(a["index"]))
-    duals = np.asarray(optimum.rows, dtype=float)
-    reduced = a["cost"].astype(float).copy()
+    duals, x = np.asarray(duals, dtype=float), np.asarray(x, dtype=float)
+    reduced = np.asarray(a["cost"], dtype=float).copy()
     own: dict = {}
     for r in range(len(a["row_lower"])):
         columns = a["index"][ends[r]:ends[r + 1]]
-        seen = {label[j] for j in columns}
-        block = next(iter(seen)) if len(seen) == 1 else GLOBAL
-        if block is not GLOBAL:
-            own.setdefault(block, []).append(r)
+        seen = np.unique(label[columns])
+        if len(seen) == 1 and seen[0] != NONE:
+            own.setdefault(int(seen[0]), []).append(r)
             continue
-        y = duals[r]
-        if (y > 0 and not math.isfinite(a["row_lower"][r])) or (y < 0 and not math.isfinite(a["row_upper"][r])):
+        y = duals[r] if r < len(duals) else 0.0
+        if (y > 0 and not abs(a["row_lower"][r]) < INFINITE) or (y < 0 and not abs(a["row_upper"][r]) < INFINITE):
             y = 0.0  # (a dual of the wrong sign for the row's finite bound: a tolerance; priced at 0)
         if y:
             np.subtract.at(reduced, columns, y * a["value"][ends[r]:ends[r + 1]])
-    members: dict = {}
-    for j, block in enumerate(label):
-        if block is not GLOBAL:
-            members.setdefault(block, []).append(j)
-    loose = [j for j, block in enumerate(label) if block is GLOBAL]
-    if any(reduced[j] < 0 and not math.isfinite(a["upper"][j]) for j in loose):
-        return None
-    gain = 0.0
-    order = sorted(members.items(), key=lambda kv: (len(kv[1]), repr(kv[0])))
-    for block, columns in order:
+    loose = np.flatnonzero(label == NONE)
+    low, up = a["lower"][loose], a["upper"][loose]
+    c = np.where(np.abs(reduced[loose]) <= DUAL_TOLERANCE, 0.0, reduced[loose])
+    if np.any((c < 0) & (up >= INFINITE)) or np.any((c > 0) & (low <= -INFINITE)):
+        return Found(None)
+    with np.errstate(invalid="ignore"):
+        least = np.where(c > 0, c * low, np.where(c < 0, c * up, 0.0))
+    gain = -float(np.sum(c * x[loose] - least))  # (0 at an exact optimum: its tolerances)
+    found = Found(None)
+    tolerance = SLACK * max(1.0, abs(objective))
+    members = {int(k): np.flatnonzero(label == k) for k in np.unique(label) if k != NONE}
+    for block, columns in sorted(members.items(), key=lambda kv: (len(kv[1]), kv[0])):
         left = None if end is None else end - time.monotonic()
         if (left is not None and left <= 0) or stopped():
             break
-        if not any(lp.integer[j] for j in columns):
+        if not any(integer[j] for j in columns):
             continue  # (its LP is its integer problem)
-        v = _minimum(highspy, a, ends, reduced, columns, own.get(block, []), lp.integer,
+        v = _minimum(highspy, a, ends, reduced, columns, own.get(block, []), integer,
                      BLOCK_S if left is None else min(BLOCK_S, left))
-        if v is not None:
-            gain += max(0.0, v - float(reduced[columns] @ optimum.x[columns]))
-    return optimum.objective + gain - SLACK * max(1.0, abs(optimum.objective))
+        at_lp = float(reduced[columns] @ x[columns])
+        if v is not None and v > at_lp:
+            gain += v - at_lp
+            found.rows.append((columns.astype(np.int32), reduced[columns].copy(), v - tolerance))
+    found.value = objective + gain - tolerance
+    return found
 
 
-def _minimum(highspy, a: dict, ends, cost, columns: list[int], rows: list[int], integer: list[bool],
+class Beside:
+    """solve() in a thread of its own while the search runs (app/planning.py): result() waits for it
+    (it ends by its own time limit) and stop() ends it at the next block. Its blocks are HiGHS
+    solves, which run outside Python's lock; the model, LP arrays and optimum it reads are not
+    changed by anything else meanwhile (the search works on a shortlisted model of its own)."""
+
+    def __init__(self, fm, lp, optimum, seconds: float):
+        self._stop = threading.Event()
+        self._found = Found(None)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fm, lp, optimum, seconds), daemon=True)
+        self._thread.start()
+
+    def _run(self, fm, lp, optimum, seconds: float) -> None:
+        try:
+            self._found = solve(fm, lp, optimum, seconds, self._stop.is_set)
+        except BaseException as e:  # (raised again where the result is read)
+            self._error = e
+
+    def result(self) -> Found:
+        """L and its cuts (value None: no bound); an error in the thread is raised here"""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def in_child(h, m, path: str, report) -> None:
+    """A prover child's Lagrangian cuts (mipbound.py: of_arrays on the model `m` it loaded, for
+    m["lagrange_s"] seconds): its bound reported, its rows added to HiGHS's model `h` and saved to
+    `path` for the planner (load)."""
+    import highspy
+
+    a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
+    found = of_arrays(a, m["integer"], m["block"], m["duals"], m["point"], float(m["objective"]),
+                      float(m["lagrange_s"]))
+    if found.value is not None:
+        report(found.value)
+    if not found.rows:
+        return
+    starts = np.cumsum([0] + [len(c) for c, _, _ in found.rows[:-1]]).astype(np.int32)
+    index = np.concatenate([c for c, _, _ in found.rows]).astype(np.int32)
+    value = np.concatenate([v for _, v, _ in found.rows])
+    rhs = np.array([r for _, _, r in found.rows], dtype=float)
+    h.addRows(len(rhs), rhs, np.full(len(rhs), highspy.kHighsInf), len(index), starts, index, value)
+    np.savez(path + ".new.npz", starts=starts, index=index, value=value, rhs=rhs)
+    os.replace(path + ".new.npz", path)  # whole: the planner never reads half of it
+
+
+def load(path: str) -> list | None:
+    """The cuts in_child saved, as rows (columns, coefficients, lower, upper); None: none saved."""
+    try:
+        with np.load(path) as f:
+            starts, index, value, rhs = f["starts"], f["index"], f["value"], f["rhs"]
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+    ends = np.append(starts, len(index))
+    return [(index[ends[k]:ends[k + 1]], value[ends[k]:ends[k + 1]], float(rhs[k]), math.inf) for k in range(len(rhs))]
+
+
+def _minimum(highspy, a: dict, ends, cost, columns, rows: list[int], integer,
              seconds: float) -> float | None:
     """HiGHS's dual bound on min cost x over the block's columns and own rows, integers kept; None
     when it has none (unbounded, or not solved)."""

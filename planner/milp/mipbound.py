@@ -8,21 +8,11 @@ bought, whose rounding costs up to a system per offer. HiGHS's branch and cut on
 (the LP the bound step loaded, integrality put back) raises the bound within a second of its root
 LP: on 60 generated jobs of every acquisition mode (seed 3, optimum 2,158,706 $/yr) from the LP's
 2,118,430 to 2,134,374 one second after it, 2,139,352 five seconds after (without presolve; with
-it, PRESOLVE_OVER_LP, 2,147,006 after 9 s). The plans' gaps, benchmarks/milp.py --only large
-(--explain none, this 2-core machine; one draw each, and a draw moves with the load), before
-rental-mir (covers.py) and this module -> with them, the waiting and the prover's plans (below):
-  60 jobs seed 3, limit 10 s / 60 s     4.93% -> 2.68% / 2.38% -> 0.59%, optimal (2,164,750 $/yr;
-                                        the optimum 2,158,706)
-  60 jobs seed 4, limit 10 s / 60 s     2.72% -> 1.40% / 1.12% -> 0.76%, optimal
-  60 jobs seed 5, limit 10 s / 60 s     5.06% / 2.62% (1,020,744 $/yr, the prover's plan)
-  200 jobs seed 4, limit 30 s / 60 s    2.15% -> 1.54% / 1.65% -> 1.49%
-  200 jobs seed 5, limit 30 s / 60 s    2.70% / 2.69%
-  200 jobs seed 3, limit 30 s / 60 s    6.02% -> 8.08% / 5.56% -> 7.44%: costlier plans (9,412,414 and
-                                        9,394,105 $/yr against 9,195,958 and 9,150,747), which follow
-                                        rental-mir in the full model (the shortlist keeps the pairs
-                                        its LP uses): without it, 9,200,426 at 30 s. The bound is
-                                        8.70 million either way; HiGHS alone, heuristics on, finds
-                                        8,919,682 in 273 s, its bound then 8,724,890
+it, PRESOLVE_OVER_LP, 2,147,006 after 9 s). benchmarks/milp.py --only large (--explain none, this
+2-core machine), before rental-mir (covers.py) and this module -> with them: 60 jobs seed 3, limit
+10 s / 60 s, 4.93% -> 2.68% / 2.38% -> 0.59%, optimal; seed 4 2.72% -> 1.40% / 1.12% -> 0.76%,
+optimal; 200 jobs seed 4, 30 s, 2.15% -> 1.54%. On 200 jobs seed 3 HiGHS alone, heuristics on,
+finds 8,919,682 $/yr in 273 s, its bound then 8,724,890.
 
 The search runs CBC in a process of its own, one core; the prover takes another (the machine must
 have two): a child Python process (python -m planner.milp.mipbound) reads the model from a file,
@@ -47,18 +37,25 @@ bound that proves C (and every cheaper plan found after it) within the gap asked
 reduced costs fix at 0 the columns no such plan uses (relaxation.Optimum.within: 2,606 of 15,122
 on seed 3), and the child stops once its bound, capped there, reaches it; it is not restarted for a
 model less than NARROW_MIN_LEFT_OUT smaller. benchmarks/milp.py --only large, --explain none, this
-2-core machine, limit 10 s, seeds 3-8, two draws before -> two after:
-  seed 3  1.46% / 1.34% -> 1.04% / 1.04%     seed 6  1.73% / 2.20% -> 2.34% / 2.20% (not narrowed)
-  seed 4  1.15% / 0.96% -> optimal at 9.0 / 8.1 s (1.00%)     seed 7  1.76% / 1.40% -> 1.22% / 1.22%
-  seed 5  6.29% / 6.29% -> 6.32% / 4.68% (not narrowed)       seed 8  1.50% / 1.49% -> 1.63% / 1.56%
-mean 2.31% / 2.28% -> 2.26% / 1.95%; limit 60 s: seed 3 1.05% -> optimal at 18.0 s (0.66%), seed 4
-optimal at 19.7 s, seed 5 optimal at 50.1 s (0.80%) as before. Two ways not taken: HiGHS's own
+2-core machine, limit 10 s, seeds 3-8, mean of two draws 2.30% -> 2.11% (seed 4 proven). Two ways
+not taken: HiGHS's own
 cutoff (objective_bound) on the narrowed child (seed 6: 2,173,769 against 2,194,228 $/yr at 10 s),
 and the first plan handed to the running child as its incumbent (kCallbackMipUserSolution) without
 a restart (seed 6: 2,159,048 against 2,190,580 without it; seed 3 2,128,773 against 2,136,630); nor
 narrowed again to the search's final plan (seed 7, 1.0% cheaper than its first: 1.22% -> 1.26%).
 A narrowed start also follows the second search (200 jobs) once CBC's plan is in; at 30 s it gets
 no time to show.
+
+The first child on the full model starts from the Lagrangian cuts (lagrangian.py, LAGRANGIAN_SHARE of
+its time): each job's or pool's own integer problem at the LP's prices, c'_B x_B >= v_B, added before
+branch and cut, so its root LP is at least the Lagrangian bound (written as its first bound); the
+planner reads them back (CUTS_FILE) and every later child on the LP (a narrowed restart) starts with
+them too. Same benchmark, two draws each, before -> after: seed 3 1.05% / 1.05% -> optimal at 9.0 s
+(both), seed 4 optimal at 8.7 / 8.3 s -> 8.4 / 8.7 s, seed 5 4.55 / 4.38% -> 3.88 / 3.88%, seed 6
+2.63 / 2.63% -> 1.70 / 1.50%, seed 7 optimal at 7.2 / 7.2 s -> 7.1 / 7.2 s, seed 8 1.11 / 1.06% ->
+optimal at 9.3 / 8.8 s: four of six proven within 1% in 10 s (two before), mean 1.87 -> 1.57%.
+Added in the planner before the prover started (the search 1.1 s later), they proved three. The
+narrowing keeps the reduced costs of the LP without the cuts: those with them fix fewer columns.
 
 The same child also searches (start_search: HiGHS's heuristics on, no bound written), beside CBC,
 a shortlist too large for the screened search (above screening.MAX_COLUMNS: 200 generated jobs and
@@ -88,6 +85,11 @@ BOUND_FILE = "bound"
 PLAN_FILE = "plan.npy"
 """the file, beside the model's, that holds the child's cheapest plan so far: its objective, then
 each column's value (replaced whole each time)"""
+CUTS_FILE = "cuts.npz"
+"""the file, beside the model's, that holds the Lagrangian cuts the child added (written once, whole)"""
+LAGRANGIAN_SHARE = 0.2
+"""the share of its time a prover child started on the full model spends on the Lagrangian cuts
+(lagrangian.py) before its branch and cut"""
 
 
 class Prover:
@@ -97,7 +99,7 @@ class Prover:
     cheapest plan (plan)."""
 
     def __init__(self, lp, seconds: float, presolve: bool, search: bool = False, cutoff: float | None = None,
-                 optimum=None):
+                 optimum=None, lagrange: tuple | None = None):
         self.lp, self.constant = lp, lp.constant
         self.best: float | None = None
         self.plan: tuple[float, object] | None = None
@@ -105,8 +107,10 @@ class Prover:
         self.proc, self.folder, self.keep = None, None, None
         self.cutoff: float | None = None
         """a narrowed child's cap (narrow), objective constant included; None: not narrowed"""
+        self.cuts_read = False
         narrowing = self._narrowed(cutoff, optimum) if cutoff is not None and optimum is not None else None
-        self._launch(seconds, presolve, "search" if search else "bound", cutoff, narrowing)
+        self._launch(seconds, presolve, "search" if search else "bound", cutoff, narrowing,
+                     lagrange if narrowing is None and not search else None)
 
     def _narrowed(self, cutoff: float, optimum) -> tuple[dict, object]:
         """The LP's arrays narrowed to the plans cheaper than `cutoff` (narrowed, Optimum.within), and
@@ -115,11 +119,18 @@ class Prover:
         return narrowed(a, *optimum.within(cutoff, a["lower"], a["upper"], self.lp.integer))
 
     def _launch(self, seconds: float, presolve: bool, mode: str, cutoff: float | None,
-                narrowing: tuple | None) -> None:
-        """The child started on the LP's model, or on `narrowing` (_narrowed) with its cap `cutoff`."""
+                narrowing: tuple | None, lagrange: tuple | None = None) -> None:
+        """The child started on the LP's model, or on `narrowing` (_narrowed) with its cap `cutoff`;
+        with `lagrange` (each column's block, lagrangian.labels, and the LP's optimum) it adds the
+        Lagrangian cuts first (lagrangian.in_child)."""
         import numpy as np
 
         arrays, integer, extra = dict(self.lp.arrays), np.array(self.lp.integer, dtype=bool), {}
+        if lagrange is not None:
+            label, optimum = lagrange
+            extra.update(block=label, duals=optimum.rows, point=optimum.x,
+                         objective=np.array(optimum.objective - self.constant),
+                         lagrange_s=np.array(LAGRANGIAN_SHARE * seconds))
         self.keep, self.cutoff = None, None
         if narrowing is not None:
             (arrays, self.keep), self.cutoff = narrowing, cutoff
@@ -143,6 +154,7 @@ class Prover:
         it slowed the bound (60 generated jobs seed 6, 2,173,769 against 2,194,228 $/yr at 10 s).
         Not restarted (False) when the narrowing would leave out less than NARROW_MIN_LEFT_OUT of the
         columns: the restart would cost what the child has done for a model barely smaller."""
+        self._read_cuts()
         narrowing = self._narrowed(cutoff, optimum)
         if len(narrowing[1]) > (1 - NARROW_MIN_LEFT_OUT) * len(self.lp.arrays["cost"]):
             return False
@@ -220,7 +232,20 @@ class Prover:
             self.proc = None
             self.read()
             self.incumbent()
+            self._read_cuts()
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _read_cuts(self) -> None:
+        """The Lagrangian cuts a child added (CUTS_FILE), added once to the LP's arrays (rows that
+        hold for every plan): a narrowed restart, and any later child on the same LP, start with them."""
+        if self.cuts_read or self.folder is None:
+            return
+        from planner.milp import lagrangian
+
+        rows = lagrangian.load(os.path.join(self.folder, CUTS_FILE))
+        if rows is not None:
+            self.lp.add_array_rows(rows)
+            self.cuts_read = True
 
 
 NARROW_MIN_LEFT_OUT = 0.08
@@ -235,14 +260,16 @@ it delays the root LP (60 generated jobs: 3.4 s against 1.1 s without, the LP al
 its cuts go further (2,147,006 against 2,139,352 $/yr after 9 s)"""
 
 
-def start(lp, seconds: float, lp_seconds: float, cutoff: float | None = None, optimum=None) -> Prover | None:
+def start(lp, seconds: float, lp_seconds: float, cutoff: float | None = None, optimum=None,
+          lagrange: tuple | None = None) -> Prover | None:
     """A prover of the model whose LP relaxation is `lp` (relaxation.Relaxation), for at most
     `seconds`; None without one, on a machine with fewer than MIN_CORES cores, or with less than a
     second. With a plan's cost (`cutoff`) and the LP's optimum, narrowed to the plans cheaper than
     it from the start (Prover.narrow)."""
     if lp is None or cores() < MIN_CORES or seconds < 1.0:
         return None
-    return Prover(lp, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds, cutoff=cutoff, optimum=optimum)
+    return Prover(lp, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds, cutoff=cutoff, optimum=optimum,
+                  lagrange=lagrange)
 
 
 def narrowed(arrays: dict, lower, upper) -> tuple[dict, object]:
@@ -351,6 +378,10 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound") -> Non
         if data_in is not None and (os.getppid() != parent or best[0] >= cutoff):  # the planner has gone,
             data_in.user_interrupt = True  # or the bound is the narrowed model's cutoff: stop
 
+    if bounding and "block" in m.files:  # the Lagrangian cuts first: branch and cut starts from their bound
+        from planner.milp import lagrangian
+
+        lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report)
     try:
         kinds = highspy.cb.HighsCallbackType
         improving = kinds.kCallbackMipImprovingSolution

@@ -83,21 +83,31 @@ class Relaxation:
     def add_rows(self, constraints: list) -> None:
         """Rows added to the LP (and to arrays, for mipbound.py): the model's, then the cuts a
         separation round found violated (covers.separate). Their variables are columns of the LP."""
-        import numpy as np
-
         if not constraints:
             return
-        a, inf = self.arrays, self._hs.kHighsInf
-        starts, index, value, lower, upper = [], [], [], [], []
+        inf = self._hs.kHighsInf
+        rows = []
         for c in constraints:
-            starts.append(len(a["index"]) + len(index))
-            for v, x in c.items():
-                if x:
-                    index.append(self.column[v.name])
-                    value.append(x)
+            terms = [(self.column[v.name], x) for v, x in c.items() if x]
             lb, ub = c.getLb(), c.getUb()
-            lower.append(-inf if lb is None else lb)
-            upper.append(inf if ub is None else ub)
+            rows.append(([j for j, _ in terms], [x for _, x in terms], -inf if lb is None else lb, inf if ub is None else ub))
+        self.add_array_rows(rows)
+
+    def add_array_rows(self, rows: list) -> None:
+        """Rows (column indices, coefficients, lower, upper) added to the LP and to arrays: add_rows'
+        form, and that of the Lagrangian cuts (lagrangian.Found, app/planning.py)."""
+        import numpy as np
+
+        if not rows:
+            return
+        a = self.arrays
+        starts, index, value, lower, upper = [], [], [], [], []
+        for columns, coefficients, lb, ub in rows:
+            starts.append(len(a["index"]) + len(index))
+            index.extend(int(j) for j in columns)
+            value.extend(float(x) for x in coefficients)
+            lower.append(lb)
+            upper.append(ub)
         local = np.array(starts, dtype=np.int32) - len(a["index"])
         self._h.addRows(len(lower), np.array(lower, dtype=float), np.array(upper, dtype=float), len(index), local,
                         np.array(index, dtype=np.int32), np.array(value, dtype=float))
