@@ -6,7 +6,6 @@ lists in solver.cut_short."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 
 from planner.data import consistency as checks
@@ -48,7 +47,7 @@ pairs, and how it grows with them (seconds = BOUND_S_10K x (pairs / 10,000) ** B
 measured on benchmarks/milp.py's generated jobs (seed 3, this machine): 2.6 s for 9,917 pairs
 (60 jobs), 10.4 s for 32,501 (200: 11.5 by the formula), 37.5 s for about 83,000 (500)"""
 
-LAGRANGIAN_SHARE = 0.6
+LAGRANGIAN_BESIDE_SHARE = 0.6
 """Where no prover starts with the search (the second search holds its core: 200 generated jobs
 and more on two cores), the full model's Lagrangian bound (milp/lagrangian.py) runs in a thread
 beside the search for this share of the time left, and the plan is measured against it too.
@@ -161,7 +160,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
                     prover = _prover(bound)
                 elif bound.optimum is not None:  # (an LP of HiGHS's: its duals)
-                    seconds = LAGRANGIAN_SHARE * (b.left() if b is not None else time_limit_s or s.solver.time_limit_s)
+                    seconds = LAGRANGIAN_BESIDE_SHARE * (b.left() if b is not None else time_limit_s or s.solver.time_limit_s)
                     lagrange = lagrangian.Beside(bound.model, bound.lp, bound.optimum, seconds)
                 fm = model.build(s, cat, opts, keep_pairs=keep)
                 if screened and not screening.eligible(fm):
@@ -261,7 +260,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     if bound is not None and lagrange is not None and bound.lp is not None:
         found = lagrange.result()  # (its cuts for the late prover below: it starts from their bound)
         bound = prune.raised(bound, found.value)
-        bound.lp.add_array_rows([(columns, coefficients, rhs, math.inf) for columns, coefficients, rhs in found.rows])
+        bound.lp.add_array_rows(found.rows)
     late = None
     if bound is not None and prover is None and searcher is not None and bound.objective is not None:
         prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is

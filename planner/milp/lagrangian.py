@@ -103,8 +103,9 @@ def labels(fm, lp) -> np.ndarray:
 class Found:
     """L and the Lagrangian cuts behind it (rows): for each block B solved above its LP share,
     c'_B x_B >= v_B, which every plan's block meets (v_B is at most B's integer minimum at the prices
-    c'), as (columns, coefficients, right-hand side less SLACK). With them the LP relaxation is at
-    least L, and branch and cut starts there (mipbound.py)."""
+    c'), as rows of Relaxation.add_array_rows (columns, coefficients, the right-hand side less SLACK,
+    no upper bound). With them the LP relaxation is at least L, and branch and cut starts there
+    (mipbound.py)."""
 
     value: float | None
     rows: list = dataclasses.field(default_factory=list)
@@ -170,7 +171,7 @@ def of_arrays(a: dict, integer, label, duals, x, objective: float, seconds: floa
         at_lp = float(reduced[columns] @ x[columns])
         if v is not None and v > at_lp:
             gain += v - at_lp
-            found.rows.append((columns.astype(np.int32), reduced[columns].copy(), v - tolerance))
+            found.rows.append((columns.astype(np.int32), reduced[columns].copy(), v - tolerance, math.inf))
     found.value = objective + gain - tolerance
     return found
 
@@ -219,10 +220,9 @@ def in_child(h, m, path: str, report) -> None:
         report(found.value)
     if not found.rows:
         return
-    starts = np.cumsum([0] + [len(c) for c, _, _ in found.rows[:-1]]).astype(np.int32)
-    index = np.concatenate([c for c, _, _ in found.rows]).astype(np.int32)
-    value = np.concatenate([v for _, v, _ in found.rows])
-    rhs = np.array([r for _, _, r in found.rows], dtype=float)
+    columns, coefficients, rhs, _ = zip(*found.rows)
+    starts = np.cumsum([0] + [len(c) for c in columns[:-1]]).astype(np.int32)
+    index, value, rhs = np.concatenate(columns).astype(np.int32), np.concatenate(coefficients), np.array(rhs)
     h.addRows(len(rhs), rhs, np.full(len(rhs), highspy.kHighsInf), len(index), starts, index, value)
     np.savez(path + ".new.npz", starts=starts, index=index, value=value, rhs=rhs)
     os.replace(path + ".new.npz", path)  # whole: the planner never reads half of it

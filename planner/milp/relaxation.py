@@ -101,16 +101,13 @@ class Relaxation:
         if not rows:
             return
         a = self.arrays
-        starts, index, value, lower, upper = [], [], [], [], []
-        for columns, coefficients, lb, ub in rows:
-            starts.append(len(a["index"]) + len(index))
-            index.extend(int(j) for j in columns)
-            value.extend(float(x) for x in coefficients)
-            lower.append(lb)
-            upper.append(ub)
-        local = np.array(starts, dtype=np.int32) - len(a["index"])
+        columns, coefficients, lower, upper = zip(*rows)
+        index = np.concatenate([np.asarray(c, dtype=np.int32) for c in columns])
+        value = np.concatenate([np.asarray(x, dtype=float) for x in coefficients])
+        local = np.cumsum([0] + [len(c) for c in columns[:-1]]).astype(np.int32)
+        starts = local + len(a["index"])
         self._h.addRows(len(lower), np.array(lower, dtype=float), np.array(upper, dtype=float), len(index), local,
-                        np.array(index, dtype=np.int32), np.array(value, dtype=float))
+                        index, value)
         for key, more, kind in (("row_lower", lower, float), ("row_upper", upper, float),
                                 ("starts", starts, np.int32), ("index", index, np.int32), ("value", value, float)):
             a[key] = np.concatenate([a[key], np.array(more, dtype=kind)])
