@@ -11,10 +11,10 @@ from conftest import SCENARIOS
 from test_bruteforce import scenario, serve
 from test_milp_core import N1, n_plus_1_brute_force
 
-from planner.app import planning
+from planner.app import narrowing, planning
 from planner.data import deadline
 from planner.data.scenario import load_scenario
-from planner.milp import fleet, mipbound, prune, screening
+from planner.milp import fleet, mipbound, prover_child, prune, screening
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import SolveResult
 from planner.options import shortlist
@@ -207,10 +207,10 @@ def test_a_child_past_its_time_limit_is_ended_by_the_kernel_whatever_it_is_doing
     import time
 
     started = time.monotonic()
-    child = subprocess.run([sys.executable, "-c", "import time; from planner.milp.mipbound import _watchdog; "
+    child = subprocess.run([sys.executable, "-c", "import time; from planner.milp.prover_child import _watchdog; "
                             "_watchdog(0.5); time.sleep(60)"], timeout=30)
     assert child.returncode == -signal.SIGALRM
-    assert time.monotonic() - started < 0.5 + mipbound.OVERRUN_S + 5
+    assert time.monotonic() - started < 0.5 + prover_child.OVERRUN_S + 5
 
 
 def _three_jobs_lp():
@@ -261,11 +261,13 @@ def test_reduced_cost_tightening_keeps_every_plan_below_the_cutoff():
     assert optimum.within(at_lp - 1.0, a["lower"], a["upper"], lp.integer)[1].tolist() == list(a["upper"])
 
 
-def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optimum_below_one_above():
+@pytest.mark.parametrize("proving", [False, True])
+def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optimum_below_one_above(proving):
     """Prover.narrow: restarted only where the narrowing leaves out NARROW_MIN_LEFT_OUT of the
     columns; below the optimum the bound reaches the cutoff and stops there (capped: it holds for
     every plan). A prover started narrowed above the optimum finds it, and its plan, read back onto
-    every column of the full model, is a plan of it at that cost."""
+    every column of the full model, is a plan of it at that cost. A proving restart (HiGHS capped at
+    the cutoff: a cheaper plan's target, narrowing.Narrower) proves the cutoff the same."""
     expected, fm, lp, at_lp, optimum = _three_jobs_lp()
     below = at_lp + 0.5 * (expected - at_lp)  # (2 of the 17 columns left out; above the optimum, 1)
     prover = mipbound.start(lp, 60.0, 1.0)
@@ -274,7 +276,7 @@ def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optim
     try:
         pid = prover.proc.pid
         assert prover.narrow(expected * 1.05, optimum, 60.0, 1.0) is False and prover.proc.pid == pid
-        assert prover.narrow(below, optimum, 60.0, 1.0) is True and prover.cutoff == below
+        assert prover.narrow(below, optimum, 60.0, 1.0, proving=proving) is True and prover.cutoff == below
         prover.proc.wait(timeout=60)  # it stops once its bound is the cutoff
         assert prover.stop() == pytest.approx(below, rel=1e-9)
     finally:
@@ -288,3 +290,44 @@ def test_a_narrowed_prover_proves_a_cutoff_below_the_optimum_and_finds_the_optim
     bound = prune.FullBound(at_lp, {}, fm.pairs, fm, lp=lp)
     found = prune.prover_plan(bound, prover.plan)
     assert found is not None and found.objective == pytest.approx(expected, rel=1e-6)
+
+
+class _Recorded:
+    """A prover's stand-in for narrowing.Narrower: its bound and cap set by the test, its narrowings kept."""
+
+    def __init__(self):
+        self.best, self.cutoff, self.calls = None, None, []
+
+    def read(self):
+        return self.best
+
+    def narrow(self, cutoff, optimum, seconds, lp_seconds, proving=False):
+        self.calls.append((round(cutoff), proving))
+        self.cutoff = cutoff
+        return True
+
+
+def test_a_cheaper_plan_restarts_the_prover_only_where_its_cap_is_above_it_and_its_bound_near():
+    """narrowing.Narrower: the first plan narrows the prover at once (a bound-raising child); a
+    cheaper plan CBC's log shows restarts it capped at its own target (a proof) only where the
+    running child's cap is above that plan (so above the optimum: never reached) and its bound is
+    within REACH_PER_S x the seconds left; enough() holds once the cheapest plan is proven within
+    the gap, and CBC's search is then stopped (test_cbclog.py)."""
+    bound = prune.FullBound(900.0, {}, 0, optimum=object(), lp_seconds=0.1)
+    prover = _Recorded()
+    narrower = narrowing.narrower(bound, prover, 0.01)
+    target = narrower.target
+    with deadline.budget(10.0):
+        narrower(1100.0)  # the first plan
+        assert prover.calls == [(round(target(1100.0)), False)]
+        prover.best = 1000.0
+        narrower(1100.0)  # the same plan again (the warm start in CBC's log): nothing
+        narrower(1095.0)  # cheaper, but the cap (1,089) is below it: the running child can prove it
+        assert len(prover.calls) == 1 and not narrower.enough()
+        narrower(1050.0)  # the cap is above it, the bound 4% below its target: too far for 10 s
+        assert len(prover.calls) == 1
+        prover.best = target(1050.0) * (1 - 0.5 * narrowing.REACH_PER_S)  # near: a capped restart
+        narrower(1050.0 - 1e-3)
+        assert prover.calls[-1] == (round(target(1050.0 - 1e-3)), True) and not narrower.enough()
+        prover.best = target(1050.0 - 1e-3)
+        assert narrower.enough()

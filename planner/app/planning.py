@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from planner.app import narrowing
 from planner.data import consistency as checks
 from planner.data import deadline
 from planner.data.errors import InfeasibleError, SolverError
@@ -186,26 +187,6 @@ def _prover(bound):
     return mipbound.start(bound.lp, b.left(), bound.lp_seconds, lagrange=lagrange)
 
 
-NARROW_MIN_S = 2.0
-"""the prover is narrowed (_narrower) only with at least this much time left: a narrowed child
-starts its root node again"""
-
-
-def _narrower(bound, prover, gap: float):
-    """What the screened search calls with its first plan (screening.search's `first`): the prover
-    restarted on the full model narrowed to the plans cheaper than (1 - gap) x the plan's cost
-    (mipbound.Prover.narrow): the bound that proves the plan within the gap asked. None where no
-    prover runs."""
-    if prover is None or bound is None or bound.optimum is None:
-        return None
-
-    def first(cost: float) -> None:
-        left = deadline.left()
-        if left >= NARROW_MIN_S and (1 - gap) * cost > bound.objective:  # (else the LP proves it)
-            prover.narrow((1 - gap) * cost, bound.optimum, left, bound.lp_seconds)
-    return first
-
-
 def _second_search(fm, b):
     """HiGHS's search of a large shortlist beside CBC's (mipbound.start_search), where CBC alone
     searches it (above the screened search's size, screening.MAX_COLUMNS), or None. On a
@@ -242,7 +223,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         room = max(1.0, b.left() - reserve)
         return room if limit is None else min(limit, room)
 
-    res = screening.search(fm, time_limit_s=within(short_limit), first=_narrower(bound, prover, s.solver.gap))
+    res = screening.search(fm, time_limit_s=within(short_limit), first=narrowing.narrower(bound, prover, s.solver.gap))
     if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
         res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
     if searcher is not None:
@@ -264,7 +245,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     late = None
     if bound is not None and prover is None and searcher is not None and bound.objective is not None:
         prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is
-                                       (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (_narrower)
+                                       (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (narrowing.py)
     try:
         return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share)
     finally:
@@ -277,6 +258,8 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
     plan, the prover waited on and stopped, the cheaper of their plans taken."""
     if bound is not None:
         searched = res.seconds + bound.lp_seconds  # the plan's solve: the shortlist's, the full LP, the roots
+        if prover is not None:  # (what it proved already: no root node for a plan proven within the gap)
+            bound = prune.raised(bound, prover.read())
         measured = prune.against_full_model(res, bound, s.solver.gap)
         b = deadline.current()
         root_s = share * b.left() if b is not None else ROOT_SHARE_UNBUDGETED * (time_limit_s or s.solver.time_limit_s)

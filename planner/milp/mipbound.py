@@ -15,7 +15,7 @@ optimal; 200 jobs seed 4, 30 s, 2.15% -> 1.54%. On 200 jobs seed 3 HiGHS alone, 
 finds 8,919,682 $/yr in 273 s, its bound then 8,724,890.
 
 The search runs CBC in a process of its own, one core; the prover takes another (the machine must
-have two): a child Python process (python -m planner.milp.mipbound) reads the model from a file,
+have two): a child Python process (python -m planner.milp.prover_child) reads the model from a file,
 runs HiGHS with its heuristics off (its bound is what it is for), and writes each higher dual bound
 to a file (replaced whole, so a read never sees half of one). A bound is valid whenever it was
 written: every bound branch and cut reports is below every plan. When the search and the root node
@@ -37,12 +37,24 @@ bound that proves C (and every cheaper plan found after it) within the gap asked
 reduced costs fix at 0 the columns no such plan uses (relaxation.Optimum.within: 2,606 of 15,122
 on seed 3), and the child stops once its bound, capped there, reaches it; it is not restarted for a
 model less than NARROW_MIN_LEFT_OUT smaller. benchmarks/milp.py --only large, --explain none, this
-2-core machine, limit 10 s, seeds 3-8, mean of two draws 2.30% -> 2.11% (seed 4 proven). Two ways
-not taken: HiGHS's own
-cutoff (objective_bound) on the narrowed child (seed 6: 2,173,769 against 2,194,228 $/yr at 10 s),
-and the first plan handed to the running child as its incumbent (kCallbackMipUserSolution) without
-a restart (seed 6: 2,159,048 against 2,190,580 without it; seed 3 2,128,773 against 2,136,630); nor
-narrowed again to the search's final plan (seed 7, 1.0% cheaper than its first: 1.22% -> 1.26%).
+2-core machine, limit 10 s, seeds 3-8, mean of two draws 2.30% -> 2.11% (seed 4 proven). Not taken:
+the first plan handed to the running child as its incumbent (kCallbackMipUserSolution) without a
+restart (seed 6: 2,159,048 against 2,190,580 without it; seed 3 2,128,773 against 2,136,630).
+
+A cheaper plan, read from CBC's log while it searches (cbclog.Tail), restarts the child as a proof
+(narrow's `proving`) where app/narrowing.py says it pays: HiGHS is capped at the target
+(objective_bound), which prunes every node at or above it, and presolves. Below the optimum that
+ends the search far sooner than a child that only raises its bound (60 jobs, the narrowed model's
+own time: seed 7 1.6 s against 9.1 s, seed 5 6.2 s and seed 6 8.3 s against more than 10), above it
+the cap and presolve slowed the bound (seed 8's first target: 3,514,537 $/yr after 10 s against
+3,516,640 after 3), so the first narrowing, whose target is the first plan's, is not capped.
+benchmarks/milp.py --only large, limit 10 s, seeds 3-8 (two draws each, interleaved with the code
+before): seed 7 proven in 8.2 s both times (1.06 / 1.15% before); the others as before (seeds 3, 4
+and 8 proven, seed 5 2.10 / 1.88% against 2.21 / 2.79%, seed 6 2.10 / 2.09% against 2.09 / 1.83%).
+Limit 60 s: seed 6 proven in 12.6 s (37.6 s before: CBC's search, which had found its plan, is
+stopped once the prover proves it), seed 5 in 15-18 s (27 s). Capping the child that follows the
+200-job searches the same way made each of seeds 3-8 worse at 30 s (mean 2.40 -> 2.57%): their plans
+are seldom within the gap of the optimum, so the cap lies above it.
 A narrowed start also follows the second search (200 jobs) once CBC's plan is in; at 30 s it gets
 no time to show.
 
@@ -74,6 +86,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MIN_CORES = 2
@@ -119,7 +132,7 @@ class Prover:
         return narrowed(a, *optimum.within(cutoff, a["lower"], a["upper"], self.lp.integer))
 
     def _launch(self, seconds: float, presolve: bool, mode: str, cutoff: float | None,
-                narrowing: tuple | None, lagrange: tuple | None = None) -> None:
+                narrowing: tuple | None, lagrange: tuple | None = None, proving: bool = False) -> None:
         """The child started on the LP's model, or on `narrowing` (_narrowed) with its cap `cutoff`;
         with `lagrange` (each column's block, lagrangian.labels, and the LP's optimum) it adds the
         Lagrangian cuts first (lagrangian.in_child)."""
@@ -136,30 +149,34 @@ class Prover:
             (arrays, self.keep), self.cutoff = narrowing, cutoff
             integer = integer[self.keep]
             extra["cutoff"] = np.array(cutoff - self.constant)
+            if proving:
+                extra["proving"] = np.array(True)
         self.folder = tempfile.mkdtemp(prefix="planner-bound-")
         path = os.path.join(self.folder, "model.npz")
         np.savez(path, integer=integer, **arrays, **extra)
-        self.proc = subprocess.Popen([sys.executable, "-m", "planner.milp.mipbound", path, f"{seconds:.3f}",
-                                      "on" if presolve else "off", mode],
+        main = threading.current_thread() is threading.main_thread()  # (prover_child._watchdog: a thread's child)
+        self.proc = subprocess.Popen([sys.executable, "-m", "planner.milp.prover_child", path, f"{seconds:.3f}",
+                                      "on" if presolve else "off", mode, "parent" if main else "thread"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
-    def narrow(self, cutoff: float, optimum, seconds: float, lp_seconds: float) -> bool:
+    def narrow(self, cutoff: float, optimum, seconds: float, lp_seconds: float, proving: bool = False) -> bool:
         """The child restarted on the plans cheaper than `cutoff`: the columns the LP's reduced costs
         fix at 0 below it (relaxation.Optimum.within) left out, the others' bounds tightened. The
         narrowed model holds every plan cheaper than the cutoff, so its bound, capped at the cutoff,
         holds for every plan (one that costs more is above the cap); the child stops once its bound
         reaches the cap, and the bound before the restart is kept if higher (read). The cutoff need
         not be a plan's cost: (1 - gap) x a plan's (app/planning.py) is the bound that proves that
-        plan within the gap. HiGHS's own cutoff (objective_bound) is not set: below the optimum
-        it slowed the bound (60 generated jobs seed 6, 2,173,769 against 2,194,228 $/yr at 10 s).
-        Not restarted (False) when the narrowing would leave out less than NARROW_MIN_LEFT_OUT of the
-        columns: the restart would cost what the child has done for a model barely smaller."""
+        plan within the gap. proving: HiGHS is capped at the cutoff (objective_bound) and presolves
+        (the module docstring: a target believed below the optimum). Not restarted (False) when the
+        narrowing would leave out less than NARROW_MIN_LEFT_OUT of the columns: the restart would
+        cost what the child has done for a model barely smaller."""
         self._read_cuts()
         narrowing = self._narrowed(cutoff, optimum)
         if len(narrowing[1]) > (1 - NARROW_MIN_LEFT_OUT) * len(self.lp.arrays["cost"]):
             return False
         self._end()
-        self._launch(seconds, seconds >= PRESOLVE_OVER_LP * lp_seconds, "bound", cutoff, narrowing)
+        self._launch(seconds, proving or seconds >= PRESOLVE_OVER_LP * lp_seconds, "bound", cutoff, narrowing,
+                     proving=proving)
         return True
 
     def incumbent(self) -> tuple[float, object] | None:
@@ -304,97 +321,3 @@ def start_search(lp, seconds: float) -> Prover | None:
 def cores() -> int:
     """the machine's cores (the search takes one, each child another)"""
     return os.cpu_count() or 1
-
-
-OVERRUN_S = 2.0
-"""how far past its time limit a child may run before the kernel ends it (_watchdog)"""
-
-
-def _watchdog(seconds: float) -> None:
-    """The child ends past its time limit, or with the planner, whatever HiGHS is doing: SIGALRM
-    (its default action ends the process) OVERRUN_S after the limit, and on Linux SIGKILL when the
-    parent dies (PR_SET_PDEATHSIG). HiGHS checks its own limit and the callback the parent only
-    between steps: a stand-alone prover of 200 generated jobs given 12 s ran 195 s, and a planner
-    killed outright would have left it running that long."""
-    import signal
-
-    if hasattr(signal, "alarm"):
-        signal.alarm(max(1, math.ceil(seconds + OVERRUN_S)))
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-
-
-def _prove(path: str, seconds: float, presolve: str, mode: str = "bound") -> None:
-    """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE; mode
-    bound, heuristics off) and each cheaper plan (PLAN_FILE; mode search: heuristics as HiGHS sets
-    them, no bound written)."""
-    _watchdog(seconds)
-    import highspy
-    import numpy as np
-
-    m = np.load(path)
-    cutoff = float(m["cutoff"]) if "cutoff" in m.files else math.inf  # (a narrowed model's: Prover.narrow)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    bounding = mode == "bound"
-    for name, value in (("threads", 1), ("presolve", presolve), ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
-        h.setOptionValue(name, value)
-    if bounding:
-        h.setOptionValue("mip_heuristic_effort", 0.0)
-    n = len(m["cost"])
-    h.addCols(n, m["cost"], m["lower"], m["upper"], 0, np.array([], dtype=np.int32),
-              np.array([], dtype=np.int32), np.array([], dtype=float))
-    h.addRows(len(m["row_lower"]), m["row_lower"], m["row_upper"], len(m["index"]), m["starts"], m["index"], m["value"])
-    integer = np.flatnonzero(m["integer"]).astype(np.int32)
-    h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
-    parent, best = os.getppid(), [-math.inf]
-
-    out = os.path.join(os.path.dirname(path), BOUND_FILE)
-    plan = os.path.join(os.path.dirname(path), PLAN_FILE)
-    improving = None  # the callback kind of a cheaper plan (set where highspy has callbacks)
-
-    def report(value: float) -> None:
-        value = min(value, cutoff)  # (a bound under a cutoff holds for the plans cheaper than it)
-        if bounding and math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
-            best[0] = value
-            with open(out + ".new", "w") as f:
-                f.write(repr(value))
-            os.replace(out + ".new", out)  # whole: the planner never reads half a number
-
-    def keep(objective: float, x) -> None:
-        if math.isfinite(objective) and len(x) == n:
-            np.save(plan + ".new.npy", np.concatenate(([objective], np.asarray(x, dtype=float))))
-            os.replace(plan + ".new.npy", plan)  # whole, as the bound
-
-    def callback(kind, message, data_out, data_in, user):
-        if kind == improving:
-            keep(data_out.objective_function_value, data_out.mip_solution)
-        report(data_out.mip_dual_bound)
-        if data_in is not None and (os.getppid() != parent or best[0] >= cutoff):  # the planner has gone,
-            data_in.user_interrupt = True  # or the bound is the narrowed model's cutoff: stop
-
-    if bounding and "block" in m.files:  # the Lagrangian cuts first: branch and cut starts from their bound
-        from planner.milp import lagrangian
-
-        lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report)
-    try:
-        kinds = highspy.cb.HighsCallbackType
-        improving = kinds.kCallbackMipImprovingSolution
-        h.setCallback(callback, None)
-        h.startCallback(kinds.kCallbackMipInterrupt)
-        h.startCallback(improving)
-    except (AttributeError, TypeError):  # an older highspy without callbacks: the final bound only
-        pass
-    h.run()
-    report(h.getInfo().mip_dual_bound)  # (valid however the run ended: optimal, or stopped by its time)
-    if math.isfinite(cutoff) and h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
-        report(cutoff)  # the narrowed model has no plan: none is cheaper than the cutoff
-
-
-if __name__ == "__main__":
-    _prove(sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4])

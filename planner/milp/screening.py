@@ -115,7 +115,8 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     warm: the variables' initial values are a plan (a lifted cap's re-plan starts from the plan):
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
     starts from it; else one CBC search from it. first: called with the incumbent's cost once step 3
-    has it (app/planning.py narrows the full model's prover to the plans that would beat it)."""
+    has it, then (from a thread) with each cheaper plan's cost CBC's log shows while step 5 runs
+    (solve's on_plan): app/planning.py narrows the full model's prover to the plans that would beat it."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
     found = start_plan(fm) if screened and warm else None
     lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None
@@ -156,7 +157,8 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             from_first = warm or max_nodes is None  # (the plan's own search: step 5 starts from the incumbent)
             if from_first:
                 load_values(fm, found.values)
-            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=from_first)
+            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=from_first,
+                          on_plan=first)
     return _total(_best(fm, found, final, root, gap), start)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ import pulp
 
 from planner.data import deadline
 from planner.data.errors import InputError, Problem, SolverError
+from planner.milp import cbclog
+from planner.milp.cbclog import bound as cbc_bound
 from planner.milp.fleet import FleetModel
 from planner.milp.relaxation import stdout_silenced
 
@@ -154,12 +155,16 @@ def _node_limited(base: type) -> type:
 
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
           mip: bool = True, max_nodes: int | None = None, warm: bool = False,
-          cutoff: float | None = None, engine: str | None = None) -> SolveResult:
+          cutoff: float | None = None, engine: str | None = None, on_plan=None) -> SolveResult:
     """warm: start CBC's search from the variables' initial values (LpVariable.setInitialValue),
     a known plan it may improve on (milp/prune.py); other solvers start cold. cutoff (CBC): the
     search drops every node whose bound is above it, as if a plan of that cost were known
     (milp/screening.py); a model with no plan below it comes back infeasible. engine: the solver
-    (SOLVERS) for this solve, in place of the scenario's (solver.name)."""
+    (SOLVERS) for this solve, in place of the scenario's (solver.name). on_plan (CBC): called, from a
+    thread, with the cost of each cheaper plan CBC's log shows while it runs (cbclog.Tail), before
+    the search ends; the plan returned is the search's as always. Where on_plan has an `enough`
+    method, CBC is interrupted once it returns true (cbclog.interrupt): the search returns its best
+    plan then, feasible."""
     cfg = fm.scenario.solver
     engine = engine or cfg.name
     limit = time_limit_s or cfg.time_limit_s
@@ -184,7 +189,13 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
             if cutoff is not None:
                 solver.options = [*solver.options, f"cutoff {cutoff!r}"]
             order = _spare_search(fm, solver, name)
-        return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted, engine)
+        tail = (cbclog.Tail(log, on_plan, fm.prob.objective.constant or 0.0, getattr(on_plan, "enough", None))
+                if on_plan and log and mip else None)
+        try:
+            return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted, engine)
+        finally:
+            if tail is not None:
+                tail.stop()
     finally:
         for path in (log, order):
             if path:
@@ -247,42 +258,6 @@ def _unlink(path: str) -> None:
         pass
 
 
-LOWER_BOUND = re.compile(r"^Lower bound:\s*([-+0-9.eE]+|-?inf)", re.MULTILINE)
-
-
-def cbc_bound(log: str | None) -> float | None:
-    """CBC's best bound from its log ('Lower bound: X' in its final statistics), if it wrote one."""
-    if not log:
-        return None
-    try:
-        with open(log, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return None
-    found = LOWER_BOUND.findall(text)
-    try:
-        return float(found[-1]) if found else None
-    except ValueError:
-        return None
-
-
-PROVED_INFEASIBLE = re.compile(r"^Bound tightening: infeasibility proved", re.MULTILINE)
-
-
-def _proved_infeasible(log: str | None) -> bool:
-    """Whether CBC's bound tightening (cbcbox, before the LP or the search) proved the model
-    infeasible: it then skips the solve and reports 'Status unknown' on an LP (initialSolve), which
-    PuLP reads as not solved; the integer bounds it tightens hold for every integer point, so the
-    MILP has no plan (its LP relaxation may still have a fractional one)."""
-    if not log:
-        return False
-    try:
-        with open(log, encoding="utf-8", errors="replace") as f:
-            return bool(PROVED_INFEASIBLE.search(f.read()))
-    except OSError:
-        return False
-
-
 def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False,
             engine: str = "cbc") -> SolveResult:
     try:
@@ -303,7 +278,7 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budge
     elif status == "optimal" and sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         status = "not-solved"
     status = {"not solved": "not-solved", "undefined": "not-solved"}.get(status, status)
-    if status == "not-solved" and _proved_infeasible(log):
+    if status == "not-solved" and cbclog.proved_infeasible(log):
         status = "infeasible"
     cut_short = max_nodes is not None and status == "feasible" and seconds >= limit - 0.5
     if budgeted and status not in ("optimal", "infeasible", "unbounded") and seconds >= limit - 0.5:

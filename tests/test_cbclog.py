@@ -1,0 +1,100 @@
+"""CBC's log read while it runs (milp/cbclog.py): the plans' costs in the order found, whichever CBC
+wrote them, and a search told it has enough stopped with its best plan."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+import yaml
+from conftest import SCENARIOS
+
+from planner.milp import cbclog
+
+# lines as cbcbox (pulp[cbc]) writes them, from a search of 60 generated jobs, and as CBC 2.10 does
+CBCBOX = """\
+Cbc0045I MIPStart provided solution with cost 1.03478e+06
+Cbc0012I Integer solution of 1034777.970701 found by Reduced search after 0 iterations and 0 nodes 0 depth 0 ontree (0.14 seconds)
+▶ Preprocessing
+
+   Pass   Fixed Tightened Strengthened  Subst Time(s)
+  ───── ─────── ───────── ──────────── ────── ───────
+      1       0         0           20      0   0.048
+  DINS                     no solution                    0.016
+ ★RINS                     solution        1.02575e+06    0.035
+▶ Branch and bound
+
+     Nodes   OnTree  Depth         BestSol Method                 BestBound     Gap%   Time(s)
+  ──────── ──────── ────── ─────────────── ──────────────── ─────────────── ──────── ─────────
+ ★       0        1      0     1.01691e+06 DINS                      994541    2.20%     0.450
+        72       23     13     1.01691e+06                           994541    2.20%      1.19
+      1017       63     19     1.01515e+06                           994541    2.03%      4.01
+"""
+CLASSIC = """\
+Cbc0012I Integer solution of 1118649.4 found by feasibility pump after 0 iterations and 0 nodes (0.54 seconds)
+Cbc0010I After 0 nodes, 1 on tree, 1118649.4 best solution, best possible 1087942.4 (0.74 seconds)
+Cbc0004I Integer solution of 1115583.4 found after 1322 iterations and 41 nodes (1.13 seconds)
+"""
+
+
+def test_the_plans_a_log_shows_are_read_in_order_and_no_other_row_of_numbers():
+    assert cbclog.Plans().lines(CBCBOX) == [1.03478e6, 1034777.970701, 1.02575e6, 1.01691e6, 1.01691e6, 1.01515e6]
+    assert cbclog.Plans().lines(CLASSIC) == [1118649.4, 1115583.4]
+
+
+def test_a_tail_reports_each_cheaper_plan_as_the_log_grows_with_the_objectives_constant(tmp_path):
+    log = tmp_path / "cbc.log"
+    log.write_text("")
+    found: list[float] = []
+    tail = cbclog.Tail(str(log), found.append, constant=10.0)
+    try:
+        with open(log, "a", encoding="utf-8") as f:
+            for chunk in ("Cbc0012I Integer solution of 200 found by DiveCoefficient (0.1 s", "econds)\n",
+                          "Cbc0012I Integer solution of 250 found by rounding\n",
+                          "Cbc0004I Integer solution of 150 found after 10 iterations\n"):
+                f.write(chunk)
+                f.flush()
+                time.sleep(2.5 * cbclog.POLL_S)  # (a line split across two reads is read once, whole)
+    finally:
+        tail.stop()
+    assert found == [210.0, 160.0]  # (250 is not cheaper: not reported)
+
+
+def test_a_search_told_it_has_enough_stops_with_its_best_plan(tmp_path):
+    """solve's on_plan with an `enough` that holds once a plan is in: CBC is interrupted (SIGINT) and
+    returns the plan its log showed, feasible, where the same search with no gap left to close
+    proves its optimum (20 generated buy-only N+1 jobs)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the CBC process is found under /proc (Linux)")
+    from planner.app.planning import prepare
+    from planner.data.scenario import load_scenario
+    from planner.milp import fleet
+    from planner.milp.solve import solve
+
+    sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
+    import milp as bench
+
+    doc = {"name": "told", "site": {"kind": "datacenter"}, "solver": {"time_limit_s": 30},
+           "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": bench.jobs(20, 1)}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    s = load_scenario(tmp_path / "s.yaml")
+    cat, opts = prepare(s)
+
+    class Told:
+        def __init__(self):
+            self.seen: list[float] = []
+
+        def __call__(self, cost):
+            self.seen.append(cost)
+
+        def enough(self):
+            return bool(self.seen)
+
+    told = Told()
+    res = solve(fleet.build(s, cat, opts), gap=0.0, time_limit_s=30, on_plan=told)
+    whole = solve(fleet.build(s, cat, opts), gap=0.0, time_limit_s=30)
+    assert whole.status == "optimal"
+    assert res.status == "feasible" and told.seen
+    assert res.objective == pytest.approx(min(told.seen), rel=1e-5)  # (the log's 6 significant digits)
+    assert res.objective >= whole.objective - 1e-6
