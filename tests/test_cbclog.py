@@ -7,8 +7,7 @@ import sys
 import time
 
 import pytest
-import yaml
-from conftest import SCENARIOS
+from test_milp_core import generated_nplus1
 
 from planner.milp import cbclog
 
@@ -67,19 +66,10 @@ def test_a_search_told_it_has_enough_stops_with_its_best_plan(tmp_path):
     proves its optimum (20 generated buy-only N+1 jobs)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("the CBC process is found under /proc (Linux)")
-    from planner.app.planning import prepare
-    from planner.data.scenario import load_scenario
     from planner.milp import fleet
     from planner.milp.solve import solve
 
-    sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
-    import milp as bench
-
-    doc = {"name": "told", "site": {"kind": "datacenter"}, "solver": {"time_limit_s": 30},
-           "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": bench.jobs(20, 1)}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
-    s = load_scenario(tmp_path / "s.yaml")
-    cat, opts = prepare(s)
+    s, cat, opts = generated_nplus1(tmp_path)
 
     class Told:
         def __init__(self):

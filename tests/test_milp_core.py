@@ -53,6 +53,23 @@ def n_plus_1_brute_force(s) -> float:
     return best
 
 
+def generated_nplus1(tmp_path, n: int = 20, seed: int = 1):
+    """benchmarks/milp.py's n generated jobs, buy-only, CUDA, N+1 (a search CBC does not settle at
+    its root): the scenario, its catalog and options."""
+    import yaml
+
+    from planner.app.planning import prepare
+
+    sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
+    import milp as bench
+
+    doc = {"name": f"generated-{n}", "site": {"kind": "datacenter"}, "solver": {"time_limit_s": 30},
+           "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": bench.jobs(n, seed)}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    s = load_scenario(tmp_path / "s.yaml")
+    return (s, *prepare(s))
+
+
 N1 = {**A100, "redundancy": "n+1"}
 N1_CASES = {
     "one-job-owned": ([serve("chat", 1500)], N1),
@@ -179,7 +196,7 @@ def test_a_stopped_search_reports_cbcs_bound_between_the_lp_and_the_plan(tmp_pat
     """A search stopped by its limits reports the gap to CBC's best bound (after its cuts), which
     lies between the LP relaxation's objective and the plan's cost; a bound CBC did not write (an
     optimal search prints none) leaves the gap to the LP relaxation."""
-    from planner.milp.solve import cbc_bound
+    from planner.milp.cbclog import bound as cbc_bound
 
     log = tmp_path / "cbc.log"
     log.write_text("Result - Stopped on time limit\nObjective value:                2139801.62798\n"
@@ -188,19 +205,10 @@ def test_a_stopped_search_reports_cbcs_bound_between_the_lp_and_the_plan(tmp_pat
     log.write_text("Result - Optimal solution found\nObjective value:                135670.934896\n")
     assert cbc_bound(str(log)) is None
 
-    import yaml
-
-    from planner.app.planning import prepare
     from planner.milp import fleet
     from planner.milp.solve import solve
-    sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
-    import milp as bench
 
-    doc = {"name": "stopped", "site": {"kind": "datacenter"}, "solver": {"time_limit_s": 30},
-           "policy": {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}, "jobs": bench.jobs(20, 1)}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
-    s = load_scenario(tmp_path / "s.yaml")
-    cat, opts = prepare(s)
+    s, cat, opts = generated_nplus1(tmp_path)
     lp = solve(fleet.build(s, cat, opts), gap=0.0, mip=False)
     res = solve(fleet.build(s, cat, opts), max_nodes=1)
     assert res.status == "feasible" and res.bound is not None

@@ -42,7 +42,7 @@ class Narrower:
 
     def __init__(self, bound, prover, gap: float):
         self.bound, self.prover, self.gap = bound, prover, gap
-        self.narrowed: list[float] = []  # the plans' costs narrowed to so far
+        self.narrowed: float | None = None  # the cost of the plan last narrowed to
         self.cheapest = math.inf
 
     def target(self, cost: float) -> float:
@@ -53,10 +53,10 @@ class Narrower:
         left, target = deadline.left(), self.target(cost)
         if left < NARROW_MIN_S or target <= self.bound.objective:  # (the LP proves it)
             return
-        restart = bool(self.narrowed)
-        if restart and (cost >= self.narrowed[-1] or not _restarts(self.prover, cost, target, left)):
+        restart = self.narrowed is not None
+        if restart and (cost >= self.narrowed or not _restarts(self.prover, cost, target, left)):
             return
-        self.narrowed.append(cost)
+        self.narrowed = cost
         self.prover.narrow(target, self.bound.optimum, left, self.bound.lp_seconds, proving=restart)
 
     def enough(self) -> bool:

@@ -116,7 +116,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
     starts from it; else one CBC search from it. first: called with the incumbent's cost once step 3
     has it, then (from a thread) with each cheaper plan's cost CBC's log shows while step 5 runs
-    (solve's on_plan): app/planning.py narrows the full model's prover to the plans that would beat it."""
+    (solve's on_plan): app/narrowing.py narrows the full model's prover to the plans that would beat it."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
     found = start_plan(fm) if screened and warm else None
     lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None

@@ -24,7 +24,6 @@ import pulp
 from planner.data import deadline
 from planner.data.errors import InputError, Problem, SolverError
 from planner.milp import cbclog
-from planner.milp.cbclog import bound as cbc_bound
 from planner.milp.fleet import FleetModel
 from planner.milp.relaxation import stdout_silenced
 
@@ -284,12 +283,12 @@ def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budge
     if budgeted and status not in ("optimal", "infeasible", "unbounded") and seconds >= limit - 0.5:
         deadline.cut(deadline.current().step or "a solve")  # the budget, not the search, ended it
     if status not in OK:
-        raw = cbc_bound(log) if log else _highs_bound(fm) if mip else None
+        raw = cbclog.bound(log) if log else _highs_bound(fm) if mip else None
         return SolveResult(status, seconds, None, None, name, cut_short=seconds >= limit - 0.5,
                            bound=raw if raw is not None and math.isfinite(raw) else None)
     objective = pulp.value(fm.prob.objective) or 0.0
     values = {v.name: v.varValue or 0.0 for v in fm.prob.variables()}
-    bound = cbc_bound(log) if log else _highs_bound(fm) if mip else None
+    bound = cbclog.bound(log) if log else _highs_bound(fm) if mip else None
     if bound is not None and not (math.isfinite(bound) and bound <= objective + 1e-6 * max(1.0, abs(objective))):
         bound = None  # no usable bound in the log (none found, or one above the solution: not a bound)
     # the solver calls a search "optimal" once it is within the relative gap asked for: report that bound
