@@ -48,16 +48,18 @@ def test_a_tail_reports_each_cheaper_plan_as_the_log_grows_with_the_objectives_c
     found: list[float] = []
     tail = cbclog.Tail(str(log), found.append, constant=10.0)
     try:
-        with open(log, "a", encoding="utf-8") as f:
-            for chunk in ("Cbc0012I Integer solution of 200 found by DiveCoefficient (0.1 s", "econds)\n",
-                          "Cbc0012I Integer solution of 250 found by rounding\n",
-                          "Cbc0004I Integer solution of 150 found after 10 iterations\n"):
+        star = "★".encode()
+        with open(log, "ab") as f:
+            for chunk in (b"Cbc0012I Integer solution of 200 found by DiveCoefficient (0.1 s", b"econds)\n",
+                          b"Cbc0012I Integer solution of 250 found by rounding\n",
+                          b"Cbc0004I Integer solution of 150 found after 10 iterations\n",
+                          "▶ Branch and bound\n".encode() + b" " + star[:1], star[1:] + b"  9  2  3  140 DINS  99  1%  0.4\n"):
                 f.write(chunk)
                 f.flush()
-                time.sleep(2.5 * cbclog.POLL_S)  # (a line split across two reads is read once, whole)
+                time.sleep(2.5 * cbclog.POLL_S)  # (a line, or a character, split across two reads is read whole)
     finally:
         tail.stop()
-    assert found == [210.0, 160.0]  # (250 is not cheaper: not reported)
+    assert found == [210.0, 160.0, 150.0]  # (250 is not cheaper: not reported)
 
 
 def test_a_search_told_it_has_enough_stops_with_its_best_plan(tmp_path):

@@ -100,7 +100,7 @@ class Tail:
         self.log, self.found, self.constant, self.enough = log, found, constant, enough
         self.interrupted = False
         self.best = math.inf
-        self._plans, self._offset, self._partial = Plans(), 0, ""
+        self._plans, self._offset, self._partial = Plans(), 0, b""
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -124,9 +124,8 @@ class Tail:
         except OSError:
             return
         self._offset += len(chunk)
-        text = self._partial + chunk.decode("utf-8", errors="replace")
-        whole, _, self._partial = text.rpartition("\n")
-        for cost in self._plans.lines(whole):
+        whole, _, self._partial = (self._partial + chunk).rpartition(b"\n")  # (whole lines, whole characters)
+        for cost in self._plans.lines(whole.decode("utf-8", errors="replace")):
             if cost < self.best - 1e-9 * max(1.0, abs(cost)):
                 self.best = cost
                 self.found(cost + self.constant)
