@@ -52,8 +52,6 @@ import os
 import threading
 import time
 
-import numpy as np
-
 NONE = -1
 """the block of a column that no demand or pool owns (labels)"""
 BLOCK_S = 0.5
@@ -87,9 +85,11 @@ def blocks(fm) -> dict[str, object]:
     return out
 
 
-def labels(fm, lp) -> np.ndarray:
+def labels(fm, lp):
     """Each column of `lp` (relaxation.Relaxation of fm's problem, in its order): its block's number
     (blocks, numbered in sorted order) or NONE: what the prover's child reads (mipbound.py)."""
+    import numpy as np
+
     owner = blocks(fm)
     number = {b: k for k, b in enumerate(sorted(set(owner.values()), key=repr))}
     out = np.full(len(lp.column), NONE, dtype=np.int64)
@@ -131,6 +131,7 @@ def of_arrays(a: dict, integer, label, duals, x, objective: float, seconds: floa
     form) with integer columns `integer`, each column's block number `label` (labels), at its optimum
     x of value `objective`, the row duals `duals` (the rows past len(duals) are priced at 0)."""
     import highspy
+    import numpy as np
 
     end = None if seconds is None else time.monotonic() + seconds
     label = np.asarray(label)
@@ -212,6 +213,7 @@ def in_child(h, m, path: str, report) -> None:
     m["lagrange_s"] seconds): its bound reported, its rows added to HiGHS's model `h` and saved to
     `path` for the planner (load)."""
     import highspy
+    import numpy as np
 
     a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
     found = of_arrays(a, m["integer"], m["block"], m["duals"], m["point"], float(m["objective"]),
@@ -230,6 +232,8 @@ def in_child(h, m, path: str, report) -> None:
 
 def load(path: str) -> list | None:
     """The cuts in_child saved, as rows (columns, coefficients, lower, upper); None: none saved."""
+    import numpy as np
+
     try:
         with np.load(path) as f:
             starts, index, value, rhs = f["starts"], f["index"], f["value"], f["rhs"]
@@ -243,6 +247,8 @@ def _minimum(highspy, a: dict, ends, cost, columns, rows: list[int], integer,
              seconds: float) -> float | None:
     """HiGHS's dual bound on min cost x over the block's columns and own rows, integers kept; None
     when it has none (unbounded, or not solved)."""
+    import numpy as np
+
     from planner.milp.relaxation import stdout_silenced
 
     position = {j: k for k, j in enumerate(columns)}
