@@ -87,7 +87,9 @@ def blocks(fm) -> dict[str, object]:
 
 def labels(fm, lp):
     """Each column of `lp` (relaxation.Relaxation of fm's problem, in its order): its block's number
-    (blocks, numbered in sorted order) or NONE: what the prover's child reads (mipbound.py)."""
+    (blocks, numbered in sorted order) or NONE, as a numpy array: what the prover's child reads
+    (mipbound.py). numpy is imported where it is used in this module: a plan that needs no bound of
+    a large model (bank.yaml) does not load it."""
     import numpy as np
 
     owner = blocks(fm)
