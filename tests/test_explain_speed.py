@@ -249,3 +249,18 @@ def test_the_variants_share_of_time_counts_from_the_first_added(monkeypatch):
         assert {runner.out[v.key]["status"] for v in forced} == {"skipped"}
         assert all(runner.out[v.key]["cut_short"] for v in forced)
         assert replan.OWN_TIME in b.cuts
+
+
+def test_a_small_plan_does_not_load_numpy():
+    """bank.yaml's whole command, explanations full, in a fresh process: numpy (and highspy) are
+    loaded only by the bounds of large scenarios (milp/lagrangian.py, relaxation.py), about 60 ms
+    of a command that benchmarks/milp.py --only bank holds to 2x the dependencies' import time."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from planner.cli import main; sys.argv = ['plan', sys.argv[1], '--format', 'json', '--quiet']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print(sorted(m for m in ('numpy', 'highspy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(SCENARIOS / "bank.yaml")], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
