@@ -4,6 +4,9 @@ MILPs' share of the time (a variant it leaves out is said so, in the plan and it
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from conftest import SCENARIOS
 
@@ -255,9 +258,6 @@ def test_a_small_plan_does_not_load_numpy():
     """bank.yaml's whole command, explanations full, in a fresh process: numpy (and highspy) are
     loaded only by the bounds of large scenarios (milp/lagrangian.py, relaxation.py), about 60 ms
     of a command that benchmarks/milp.py --only bank holds to 2x the dependencies' import time."""
-    import subprocess
-    import sys
-
     code = ("import sys; from planner.cli import main; sys.argv = ['plan', sys.argv[1], '--format', 'json', '--quiet']\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
             "print(sorted(m for m in ('numpy', 'highspy') if m in sys.modules))")
