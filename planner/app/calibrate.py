@@ -3,9 +3,10 @@ measurements CSVs in, measurement rows out (written as the CSV that `--measureme
 the physics model's error against them.
 
 A run names its model as the served checkpoint (a Hugging Face repo such as
-meta-llama/Llama-3.1-8B-Instruct); the row needs the catalog's id. catalog_model finds it: the id
-itself, or the repo the catalog row's source cites, after dropping the organisation and a tuning
-or quantisation suffix (-Instruct, -FP8, ...); otherwise --model must say which it is.
+meta-llama/Llama-3.1-8B-Instruct); the row needs the catalog's id. data.checkpoints.catalog_model
+finds it: the id itself, a checkpoint the catalog row names or its source cites, or either after
+dropping the organisation and a tuning or quantisation suffix (-Instruct, -FP8, ...); otherwise
+--model must say which it is.
 
 The report compares, row by row, the physics model at the row's own configuration (its model,
 system's accelerator, TP x PP, precision, request size, engine) and concurrency, as
@@ -23,46 +24,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from planner.data.benchfiles import read_benchmark_file
+from planner.data.checkpoints import catalog_model as _catalog_model
+from planner.data.checkpoints import stem as _stem
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.jobs import Workload, kv_precision_of
 from planner.data.measurements import Measurement, check_names, parse_measurements
 from planner.data.yamlio import read_text
 from planner.physics import engines, serving
 from planner.physics.calibration import default
-
-_SUFFIX = re.compile(r"[-_.](instruct|chat|hf|it|base|fp8|fp4|nvfp4|mxfp4|int8|int4|awq|gptq|w8a8|w4a16|"
-                     r"w4a8|dynamic|bf16|fp16|quantized|v\d+(\.\d+)*)$")
-
-
-def _stem(name: str) -> str:
-    """'meta-llama/Llama-3.1-8B-Instruct-FP8' -> 'llama-3.1-8b'."""
-    s = name.strip().lower().rsplit("/", 1)[-1]
-    while (m := _SUFFIX.search(s)) and m.start() > 0:
-        s = s[:m.start()]
-    return s
-
-
-def catalog_model(name: str, catalog) -> str | None:
-    """The catalog model id a served checkpoint's name stands for, or None when none or several do."""
-    low = name.strip().lower()
-    if low in catalog.models:
-        return low
-    stem = _stem(low)
-    if stem in catalog.models:
-        return stem
-    hits = set()
-    for mid, m in catalog.models.items():
-        for repo in re.findall(r"huggingface\.co/([\w.-]+/[\w.-]+)", m.source or ""):
-            if repo.lower() == low or _stem(repo) == stem:
-                hits.add(mid)
-    return hits.pop() if len(hits) == 1 else None
-
 
 def read_rows(files: list[Path], catalog, *, model: str | None = None, system: str | None = None,
               tp: int | None = None, precision: str | None = None, engine: str | None = None,
@@ -78,7 +52,7 @@ def read_rows(files: list[Path], catalog, *, model: str | None = None, system: s
             continue
         for r in read_benchmark_file(path, model=model and model.lower(), system=system, tp=tp,
                                      precision=precision, engine=engine, concurrency=concurrency):
-            mid = catalog_model(r.model, catalog)
+            mid = _catalog_model(r.model, catalog.models)
             if mid is None:
                 raise InputError(Problem(f"model '{r.model}' is not a catalog model", r.where,
                                          "pass --model ID, the catalog model it is ("

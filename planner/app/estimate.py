@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 from planner.app import estimate_cross
 from planner.data.catalog import load_catalog
-from planner.data.consistency import by_case
+from planner.data.consistency import read_as, suggest_model
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.jobs import kv_precision_of
-from planner.data.notes import note
 from planner.data.scenario import FinetuneJob, PretrainJob
 from planner.physics import arch, disagg, serving, training
 
@@ -65,8 +64,7 @@ def training_sequence_default(stage: str) -> int:
 def _check(req: EstimateRequest, cat) -> list[Problem]:
     problems = []
     if req.model not in cat.models:
-        problems.append(Problem(f"unknown model '{req.model}'", "--model",
-                                suggest(req.model, cat.models, "models")))
+        problems.append(Problem(f"unknown model '{req.model}'", "--model", suggest_model(req.model, cat.models)))
     if req.accelerator not in cat.accelerators:
         problems.append(Problem(f"unknown accelerator '{req.accelerator}'", "--accelerator",
                                 suggest(req.accelerator, cat.accelerators, "accelerators")))
@@ -103,16 +101,11 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
 
 def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> dict:
     cat = load_catalog(*catalog_paths)
-    for flag, key, known in (("--model", "model", cat.models), ("--accelerator", "accelerator", cat.accelerators)):
-        canonical = by_case(getattr(req, key), known)
+    for flag, key, known in (("--model", "model", cat.models), ("--accelerator", "accelerator", cat.accelerators),
+                             ("--decode-accelerator", "decode_accelerator", cat.accelerators)):
+        canonical = getattr(req, key) is not None and read_as(flag, getattr(req, key), known, known is cat.models)
         if canonical:
-            note(f"note: {flag} '{getattr(req, key)}' is read as '{canonical}' (ids are lower-case)")
             setattr(req, key, canonical)
-    if req.decode_accelerator is not None:
-        canonical = by_case(req.decode_accelerator, cat.accelerators)
-        if canonical:
-            note(f"note: --decode-accelerator '{req.decode_accelerator}' is read as '{canonical}' (ids are lower-case)")
-            req.decode_accelerator = canonical
     problems = _check(req, cat)
     if req.decode_accelerator is not None:
         problems += estimate_cross.check(req, cat)

@@ -159,6 +159,9 @@ class Model(Row):
     max_context_tokens: Optional[int] = Field(default=None, ge=1, description=(
         "longest context the model supports, tokens (max_position_embeddings)"))
     native_precision: str = Field("bf16", description="precision the weights are published in")
+    checkpoints: tuple[str, ...] = Field((), description=(
+        "Hugging Face repos of this exact architecture (base, instruct, ...), which a scenario may name "
+        "instead of the id (data.checkpoints)"))
 
     @model_validator(mode="after")
     def _computable(self):

@@ -7,6 +7,7 @@ once (exit 2) or returns the catalog with the scenario's own models, offers and 
 from __future__ import annotations
 
 from planner.data.catalog import ACQUISITIONS, Catalog, load_catalog
+from planner.data.checkpoints import catalog_model, stem
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.notes import note
 from planner.data.scenario import Scenario
@@ -20,9 +21,27 @@ def by_case(name: str, known) -> str | None:
     return lower.get(str(name).lower())
 
 
+def read_as(where: str, name: str, known, checkpoints: bool = False) -> str | None:
+    """The id in `known` that `name` stands for, with a note saying so: the same id in other capitals,
+    or (checkpoints: `known` is the models) the catalog model a Hugging Face checkpoint's name stands
+    for (data.checkpoints); None: `name` is an id itself, or stands for none."""
+    canonical = by_case(name, known)
+    if canonical:
+        note(f"note: {where} '{name}' is read as '{canonical}' (ids are lower-case)")
+        return canonical
+    if checkpoints and name not in known:
+        canonical = catalog_model(name, known)
+        if canonical:
+            note(f"note: {where} '{name}' is read as '{canonical}', the catalog's architecture of that "
+                 "checkpoint (the precision served is the one the job or flag names)")
+            return canonical
+    return None
+
+
 def canonical_names(s: Scenario, cat: Catalog) -> None:
-    """Ids written with capitals ('H100-SXM', 'Llama-3.1-70B') are the catalog's lower-case ids: set
-    them so in the scenario (in place), with a note naming the id each is read as."""
+    """Ids written with capitals ('H100-SXM', 'Llama-3.1-70B') are the catalog's lower-case ids, and a
+    job's model may be named by its Hugging Face checkpoint ('meta-llama/Llama-3.1-70B-Instruct':
+    data.checkpoints): set them so in the scenario (in place), with a note naming the id each is read as."""
     models = {**cat.models, **{m.id: m for m in s.models}}
     accelerators = cat.accelerators
     providers = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
@@ -30,9 +49,8 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
     fields += [(f"trends.{i}.accelerator", t, "accelerator", accelerators) for i, t in enumerate(s.trends)]
     fields += [(f"prices.{i}.offer", p, "offer", cat.offers) for i, p in enumerate(s.prices)]
     for where, obj, key, known in fields:
-        canonical = by_case(getattr(obj, key), known)
+        canonical = read_as(where, getattr(obj, key), known, checkpoints=known is models)
         if canonical:
-            note(f"note: {where} '{getattr(obj, key)}' is read as '{canonical}' (ids are lower-case)")
             setattr(obj, key, canonical)
     for i, offer in enumerate(s.offers):
         canonical = by_case(offer.system, cat.systems)
@@ -90,8 +108,14 @@ def note_unoffered_modes(s: Scenario, cat: Catalog) -> None:
 
 def check_models(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"unknown model '{job.model}'", f"jobs.{i}.model ({job.name})",
-                    _or_define(suggest(job.model, cat.models, "models")))
+                    _or_define(suggest_model(job.model, cat.models)))
             for i, job in enumerate(s.jobs) if job.model not in cat.models]
+
+
+def suggest_model(name: str, models) -> str:
+    """suggest() for an unknown model, also from the stem of a checkpoint's name (data.checkpoints)."""
+    hint = suggest(name, models, "models")
+    return hint if hint.startswith("did you mean") else suggest(stem(name), models, "models")
 
 
 def _or_define(hint: str) -> str:
