@@ -35,6 +35,18 @@ def _fleet_words(fm, res) -> str:
         "with the systems you reserve" if "buy" not in held else "with the systems you own and reserve")
 
 
+def _words_for(fm, res, dk: str, held: str) -> str:
+    """_fleet_words for demand dk's price: where the plan rents every system dk runs on by the hour,
+    the extra unit is rented too, whatever the fleet owns (the price is that rent, not the owned
+    fleet's spare hours)."""
+    used = {oid for store in (fm.y, fm.x) for (d, _, oid, t), v in store.items()
+            if d == dk and t == fm.last and res.values.get(v.name, 0.0) > 1e-6}
+    used |= {oid for (d, oid, t), v in fm.r.items() if d == dk and t == fm.last and res.values.get(v.name, 0.0) > 1e-6}
+    if used and all(fm.offer(oid).acquisition in ("on-demand", "spot") for oid in used):
+        return "renting by the hour, as the plan does for it"
+    return held
+
+
 def _held(fm, res, dk: str) -> float:
     """Users (or rollouts) demand dk's replicas hold in the plan: whole replicas, or a pooled
     demand's load on its pool's replicas (a fraction), plus its API share."""
@@ -78,7 +90,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
             cost = (f"costs nothing more until its planned replicas fill (they hold {holds:,.0f}, {room:,} more than "
                     f"the {need:,} needed); past that, {price}/yr" if room >= 1 and sr else f"costs {price}/yr")
-            msg = (f"one more {what} on '{part}'{when} {cost} {held} (busy power, tokens or "
+            msg = (f"one more {what} on '{part}'{when} {cost} {_words_for(fm, res, dk, held)} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
@@ -86,15 +98,20 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             rows.append(row("demand", f"jobs.{job.name}.{field}",
                              short.tight.get(dk, False) and room < 1, sr, f"USD per year per {what}", msg, "short-run"))
         elif d.kind == "batch":
-            unit = "USD per extra training day" if job.stage == "rl" else "USD per extra run"
-            msg = (f"one more run of '{dk}'{when} costs {'-' if sr is None else usd(sr, 2)} {held}"
-                   f" ({need:g} a year planned).{tail + 'run.' if tail else ''}{_by_year(short, dk)}")
-            rows.append(row("demand", f"jobs.{job.name}.runs_per_year", short.tight.get(dk, False), sr, unit,
+            rl = job.stage == "rl"
+            unit = "USD per extra training day" if rl else "USD per extra run"
+            what = "training day" if rl else "run"
+            msg = (f"one more {what} of '{dk}'{when} costs {'-' if sr is None else usd(sr, 2)} "
+                   f"{_words_for(fm, res, dk, held)} ({need:g} a year planned).{tail + what + '.' if tail else ''}"
+                   f"{_by_year(short, dk)}")
+            field = "train_tokens_per_day" if rl else "runs_per_year"  # (an RL job's trainer runs once a day)
+            rows.append(row("demand", f"jobs.{job.name}.{field}", short.tight.get(dk, False), sr, unit,
                              msg, "short-run"))
         else:
-            msg = (f"one more device for '{job.name}'{when} costs {'-' if lr is None else usd(lr, 2)} "
-                   f"{'in NPV' if fm.npv else 'per year'} (LP relaxation: its share of purchase and support); "
-                   f"{need:,} planned.")
+            price = (f"costs {usd(lr, 2)} {'in NPV' if fm.npv else 'per year'} (LP relaxation: its share of "
+                     "purchase and support)" if lr is not None else
+                     "has no price here (the long-run LP relaxation that prices devices was not solved for this plan)")
+            msg = f"one more device for '{job.name}'{when} {price}; {need:,} planned."
             rows.append(row("demand", f"jobs.{job.name}.devices", True, lr, "USD per year per device", msg,
                              "long-run"))
     return rows

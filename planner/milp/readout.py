@@ -8,7 +8,7 @@ import math
 from collections import defaultdict
 
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
-from planner.data.jobs import hours_per_year
+from planner.data.jobs import demands_of_job, hours_per_year
 from planner.data.scenario import Scenario
 from planner.milp import complexity, pooling, trim
 from planner.milp.crossdisagg import half_row
@@ -329,11 +329,13 @@ PREFILL_HEAVY = 4.0
 prefill-heavy (RAG, summarisation, classification): its headline unit is $ per million input tokens."""
 
 
-def _unit_cost(job, cost, placements, fm, res, keys, api=()) -> dict:
+def _unit_cost(job, cost, placements, fm, res, keys, api=(), year: int = 1) -> dict:
     """Unit costs on served demand: the users the placements and API shares serve (never the capacity
     held), each at the job's target speed, for the hours it runs and the share of them it is active
     (options.api.job_tokens); $ per million output tokens, per million input tokens and per request
-    are each the job's whole cost over that measure. Headline: input tokens for prefill-heavy jobs."""
+    are each the job's whole cost over that measure. Headline: input tokens for prefill-heavy jobs.
+    Runs and devices are `year`'s (a multi-year plan reads out its final year: its cost over that
+    year's runs and devices, not year 1's)."""
     if job.stage in ("serve",):
         served = sum(p["users_served"] for p in placements) + sum(a["users_served"] for a in api)
         if not served:
@@ -347,10 +349,10 @@ def _unit_cost(job, cost, placements, fm, res, keys, api=()) -> dict:
                 "output_tokens_per_year": r2(out, 0), "input_tokens_per_year": r2(inp, 0),
                 "requests_per_year": r2(req, 0), "usd_per_user_per_year": r2(cost / max(served, 1))}
     if job.stage in ("finetune", "pretrain"):
-        return {"usd_per_run": r2(cost / job.runs_per_year)}
+        return {"usd_per_run": r2(cost / sum(d.runs_per_year for d in demands_of_job(job, year)))}
     if job.stage == "rl":
         return {"usd_per_day": r2(cost / DAYS_PER_YEAR)}
-    return {"usd_per_device_per_year": r2(cost / max(job.devices, 1))}
+    return {"usd_per_device_per_year": r2(cost / max(sum(d.units for d in demands_of_job(job, year)), 1))}
 
 
 def _unserved(fm, res, keys) -> dict:

@@ -62,7 +62,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
                    for dk in keys if (total := sum(use.values())) > 0)
         api = [a for dk in keys for a in api_rows(ym, res.values, dk, last)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model, "priority": job.priority,
-                     "cost_usd_per_year": r2(cost), "unit_cost": _unit_cost(job, cost, placements, ym, res, keys, api),
+                     "cost_usd_per_year": r2(cost), "unit_cost": _unit_cost(job, cost, placements, ym, res, keys, api, last),
                      "placements": placements, **({"api": api} if api else {}),
                      "unserved": {dk: u for dk, u in years[-1]["unserved"].items() if dk in keys}})
     accounting = sum(y["annuitised_cost_usd"] for y in years)

@@ -150,15 +150,15 @@ def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -
                 f"{tps:.2f} tok/s for {job.hours_per_day:g} h a day, {job.active_fraction:g} active, make {tokens:,.0f}")
         same("usd_per_user_per_year", cost / max(served, 1))
     elif job.stage in ("finetune", "pretrain"):
-        runs = [p.runs_per_year for p in parts] + [job.runs_per_year]
+        runs = sum(p.runs_per_year for p in parts)  # (the plan's year's runs: a multi-year plan's final year)
         got = unit.get("usd_per_run")
-        v.check("costs", got is not None and any(close(got, cost / r, REL, 0.006) for r in runs if r > 0),
-                f"{name}: usd_per_run is {got}; ${cost:,.2f}/yr over {runs[0]:g} runs gives "
-                f"{cost / runs[0] if runs[0] else float('nan'):.2f}")
+        v.check("costs", got is not None and runs > 0 and close(got, cost / runs, REL, 0.006),
+                f"{name}: usd_per_run is {got}; ${cost:,.2f}/yr over {runs:g} runs gives "
+                f"{cost / runs if runs else float('nan'):.2f}")
     elif job.stage == "rl":
         same("usd_per_day", cost / DAYS_PER_YEAR)
-    else:
-        same("usd_per_device_per_year", cost / max(job.devices, 1))
+    else:  # (the plan's year's devices: a multi-year plan's final year)
+        same("usd_per_device_per_year", cost / max(sum(p.units for p in parts), 1))
 
 
 def check_utilisation(rows: list[dict], fleet: dict, cat: Catalog, v: Verification, ledger: Ledger | None,

@@ -1,0 +1,68 @@
+"""A multi-year plan reads out its final year (readout_years.py): each job's unit cost is that year's
+cost over that year's devices and runs, not year 1's (an expert review found $5,251 per device-year
+printed for $1,313: the final year's cost over year 1's 300 robots of 1,200)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SCENARIO = """\
+name: years-units
+horizon_years: 2
+site: {ownership: colo, region: us}
+policy: {acquisition: [buy, on-demand], stacks: [cuda]}
+jobs:
+  - name: robots
+    stage: edge
+    model: llama-3.2-3b
+    device: robot
+    devices: 10
+    demand_multipliers: [1, 3]
+    precision: int4
+    context_tokens: 4096
+    min_tokens_per_s: 20
+    max_power_w: 130
+  - name: tune
+    stage: finetune
+    model: llama-3.1-8b
+    method: lora
+    dataset_tokens: 20000000
+    runs_per_year: 4
+    demand_multipliers: [1, 2]
+    max_hours_per_run: 24
+"""
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    from planner.app.planning import make_plan
+    from planner.data.consistency import resolve
+    from planner.data.scenario import load_scenario
+
+    path = tmp_path_factory.mktemp("years") / "s.yaml"
+    path.write_text(SCENARIO)
+    s = load_scenario(path)
+    return make_plan(s, explain=False), s, resolve(s)
+
+
+def test_unit_costs_are_the_final_years_cost_over_its_devices_and_runs(planned):
+    jobs = {j["name"]: j for j in planned[0]["jobs"]}
+    robots, tune = jobs["robots"], jobs["tune"]
+    assert robots["cost_usd_per_year"] > 0 and tune["cost_usd_per_year"] > 0
+    assert robots["unit_cost"]["usd_per_device_per_year"] == pytest.approx(robots["cost_usd_per_year"] / 30, abs=0.01)
+    assert tune["unit_cost"]["usd_per_run"] == pytest.approx(tune["cost_usd_per_year"] / 8, abs=0.01)
+
+
+@pytest.mark.parametrize("job, key, year_one", [("robots", "usd_per_device_per_year", 10), ("tune", "usd_per_run", 4)])
+def test_the_verifier_rejects_year_ones_count(planned, job, key, year_one):
+    from planner.verify.plan import verify
+
+    plan, s, cat = planned
+    assert verify(plan, s, cat).ok
+    bad = json.loads(json.dumps(plan))
+    row = next(j for j in bad["jobs"] if j["name"] == job)
+    row["unit_cost"][key] = round(row["cost_usd_per_year"] / year_one, 2)
+    failures = verify(bad, s, cat).failures
+    assert any(key in f for f in failures), failures
