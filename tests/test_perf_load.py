@@ -186,3 +186,21 @@ def test_decode_and_loaded_ttft_fidelity():
     # model reaches ~47%: guard the level reached and the absence of bias (it was -85%, always low)
     assert statistics.median(abs(e) for e in ttft) <= 50
     assert abs(statistics.median(ttft)) <= 15
+
+
+def test_a_multi_node_run_gets_the_fewest_whole_systems_that_meet_its_deadline():
+    """8B pretraining on 1.5T tokens in 14 days on H100 nodes: 16 nodes are too slow and 32 more than
+    needed; the fewest that finish in time (24, an expert's review) is offered, the deadline binding."""
+    cat = load_catalog()
+    system = cat.systems["h100-sxm-x8"]
+    m, acc = MODELS["llama-3.1-8b"], ACCS["h100-sxm"]
+    deadline = 14 * 24
+    opts, why = build.batch_configs(m, acc, system, "pretrain", 1.5e12, 8192, 16, "bf16", deadline, "d")
+    assert not why and opts
+    first = opts[0]
+    assert first.accelerators % 8 == 0 and 128 < first.accelerators < 256
+    assert first.hours_per_run <= deadline and first.binding == "deadline"
+
+    def hours(n):
+        return training.estimate(m, acc, "pretrain", 1.5e12, n, 8192, 16, "bf16", scaleout_gbps=system.scaleout_gbps).hours
+    assert hours(first.accelerators - 8) > deadline  # one node fewer misses it

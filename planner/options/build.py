@@ -23,37 +23,25 @@ from planner.data.jobs import (  # noqa: F401
 from planner.data.scenario import Scenario
 from planner.options import disagg as disagg_options
 from planner.options import measured, probe
+from planner.options.batch import BATCH_COUNTS, batch_configs, batch_counts  # noqa: F401
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
 from planner.options.edge import device_reasons, edge_config
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
-    kind_phrase,
     record_eligible,
 )
-from planner.options.types import BatchOption, Demand, Options, ServeOption
-from planner.physics import moe, serving, training
+from planner.options.slots import SCALE_OUT_KINDS, replica_slots, scales_out  # noqa: F401
+from planner.options.types import Demand, Options, ServeOption
+from planner.physics import moe, serving
 
 MAX_TP_DENSE = 16
 MAX_TP_MOE = 64
 MAX_PP = 16
-BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
 
 
 # --- serving ------------------------------------------------------------------------------------
-
-def replica_slots(replica: int, system: System) -> float | None:
-    """Owned accelerators one replica occupies: a replica inside a system wastes the remainder
-    of the system's accelerators it cannot use; a larger replica takes whole systems."""
-    n = system.accelerators
-    if replica <= n:
-        per_system = n // replica
-        return n / per_system
-    if replica % n:
-        return None
-    return float(replica)
-
 
 def layout_note(m, wl: serving.Workload, tp: int) -> str:
     """The basis note of a serving option laid out other than as plain tensor parallelism."""
@@ -176,64 +164,6 @@ def _beats(q, o) -> bool:
         return True
     # a tie (same slots, same users) keeps one: the smaller replica, then fewer pipeline stages
     return (q.accelerators_per_replica, q.pp, q.tp) < (o.accelerators_per_replica, o.pp, o.tp)
-
-
-# --- batch jobs: fine-tuning, pretraining, RL trainers ---------------------------------------------
-
-SCALE_OUT_KINDS = ("server", "rack", "tpu-slice")
-SCALE_OUT_MIN_ACCELERATORS = 8
-
-
-def scales_out(system: System) -> bool:
-    """May one training run span several of these systems? Only data-center nodes built for a
-    scale-out fabric (InfiniBand/RoCE/EFA/ICI: servers, racks, TPU slices, and cloud instances of
-    8 or more accelerators); not workstations, edge boxes or 1-4-GPU cloud instances."""
-    if system.kind in SCALE_OUT_KINDS:
-        return True
-    return system.kind == "cloud-instance" and system.accelerators >= SCALE_OUT_MIN_ACCELERATORS
-
-
-def batch_counts(system: System) -> list[int]:
-    """Accelerator counts a run may use on this system type: powers of two up to one system, then
-    whole systems in powers of two (72, 144, ... 4,608 GPUs of NVL72 racks; 144-chip UltraServers)."""
-    per = system.accelerators
-    whole = {per * 2 ** k for k in range(18) if per * 2 ** k <= BATCH_COUNTS[-1]}
-    return sorted({n for n in BATCH_COUNTS if n <= per} | whole)
-
-
-def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
-                  precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
-    """The fewest accelerators on this system type that fit and meet the deadline, and a larger
-    count if it uses whole systems better. A run spans several systems only if they scale out."""
-    need = training.accelerators_min(m, acc, method, seq, rank)
-    if need == 0:
-        return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GiB)"
-    out: list[BatchOption] = []
-    last = None
-    for n in batch_counts(system):
-        if n < need or replica_slots(n, system) is None:
-            continue
-        if n > system.accelerators and not scales_out(system):
-            if last is None:
-                return [], (f"needs {need}+ accelerators but a run may not span several {system.id} "
-                            f"({system.kind}, no scale-out fabric)")
-            break
-        est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
-                                    scaleout_gbps=system.scaleout_gbps)
-        last = est
-        if est.hours <= deadline_h:
-            binding = "memory" if n == need and need > 1 else ("deadline" if out == [] and n > need else "compute")
-            out.append(BatchOption(demand, system.id, acc.id, n, est.hours, est.memory_gb_per_accelerator,
-                                   acc.memory_gb, binding))
-            if len(out) >= 2 or n >= system.accelerators:
-                break
-    if not out:
-        if last is not None and last.accelerators >= system.accelerators and not scales_out(system):
-            return [], (f"too slow: {last.hours:,.0f} h on {last.accelerators}x {acc.id} (one {system.id}; "
-                        f"{kind_phrase(system.kind)} does not scale out), deadline {deadline_h:g} h per run")
-        hours = f"{last.hours:,.0f} h on {last.accelerators}" if last else "no count fits"
-        return [], f"too slow: {hours}x {acc.id}, deadline {deadline_h:g} h per run"
-    return out, ""
 
 
 # --- everything ---------------------------------------------------------------------------------
