@@ -200,3 +200,23 @@ def test_a_plan_on_marketplace_capacity_says_what_that_means():
             "hosts with no capacity or uptime promise") in text
     assert "latency_critical: true, or the scenario policy.provider_tiers" in text
     assert "Marketplace capacity" not in plan_text(shipped_plan("bank.yaml", False)[1])
+
+
+def test_brief_shows_a_jobs_largest_placement_and_says_its_price_is_the_whole_cost():
+    """A job on two placements shows the larger one in --brief (an expert's review: 1 replica of 4x
+    mi325x shown, the 12 replicas of mi355x it mostly runs on hidden); a prefill-heavy job's headline
+    price per input token says it is the whole cost, not an input list price."""
+    import copy
+
+    from planner.cli.brief import brief_text
+
+    plan = copy.deepcopy(shipped_plan("bank.yaml")[1])
+    job = plan["jobs"][0]
+    small = {**job["placements"][0], "replicas": 1, "accelerator": "small-acc"}
+    large = {**job["placements"][0], "replicas": 12, "accelerator": "large-acc"}
+    job["placements"] = [small, large]
+    job["unit_cost"] = {**job["unit_cost"], "headline": "input", "usd_per_million_input_tokens": 0.131}
+    flat = " ".join(brief_text(plan).split())
+    assert "12 replica(s) of" in flat and "large-acc" in flat and "small-acc" not in flat, flat
+    assert "and 1 more placement(s)" in flat
+    assert "$0.131 per million input tokens (the whole cost)" in flat

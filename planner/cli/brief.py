@@ -33,8 +33,13 @@ def _placement(p: dict, shared: set, more: int) -> str:
     elif p.get("hours_per_run"):
         what += f", {hours_text(p['hours_per_run'])} per run"
     if more:
-        what += f", {more} more placement(s)"
+        what += f", and {more} more placement(s)"
     return what + (f"; {p['binding']} binds" if p.get("binding") else "")
+
+
+def _size(p: dict) -> int:
+    """A placement's accelerators: the line a job's --brief entry shows is its largest placement."""
+    return p["replicas"] * p["accelerators_per_replica"]
 
 
 def _split(placements: list[dict]) -> str:
@@ -42,8 +47,8 @@ def _split(placements: list[dict]) -> str:
     halves = {}
     for p in placements:
         h = p.get("disaggregated")
-        if h and p["replicas"] * p["accelerators_per_replica"] > halves.get(h["role"], (0,))[0]:
-            halves[h["role"]] = (p["replicas"] * p["accelerators_per_replica"], p)
+        if h and _size(p) > halves.get(h["role"], (0,))[0]:
+            halves[h["role"]] = (_size(p), p)
     if set(halves) != {"prefill", "decode"}:
         return ""
     pre, dec = halves["prefill"][1], halves["decode"][1]
@@ -110,7 +115,7 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
     pooled = _pool_lines(plan, rows, width)
     room = max(1, MAX_LINES - len(out) - 5 - len(pooled))
     for job in jobs[:room]:
-        first = job["placements"][0] if job["placements"] else None
+        first = max(job["placements"], key=_size, default=None)  # (the job's largest placement)
         api = "; ".join(f"{a['users_served']:,.0f} users on {a['provider']}'s API" for a in job.get("api") or [])
         text = (f"{job['name']}: {usd(job['cost_usd_per_year'])}/year" + (f"; {api}" if api else "")
                 + (f"; {unit}" if (unit := unit_cost_text(job["unit_cost"], headline_only=True)) else "")

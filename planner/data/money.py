@@ -24,7 +24,7 @@ def unit_cost_text(uc: dict, headline_only: bool = False) -> str:
     unlike an API's list prices, which add up. headline_only: the headline unit alone (--brief)."""
     parts = []
     if uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None and headline_only:
-        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens")
+        parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens (the whole cost)")
     elif uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None:
         # a prefill-heavy job (RAG, summarising) is priced by what it reads first
         parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens or "
