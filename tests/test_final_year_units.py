@@ -66,3 +66,22 @@ def test_the_verifier_rejects_year_ones_count(planned, job, key, year_one):
     row["unit_cost"][key] = round(row["cost_usd_per_year"] / year_one, 2)
     failures = verify(bad, s, cat).failures
     assert any(key in f for f in failures), failures
+
+
+def test_an_edge_fleet_is_not_held_to_the_data_centre_default_cap(tmp_path):
+    """policy.max_systems_per_offer's default (512) caps data-centre offers; 1,200 robots buy 1,200
+    devices unless the scenario sets a cap itself (then it holds, and the plan says what it cost)."""
+    from planner.app.planning import make_plan
+    from planner.data.errors import InfeasibleError
+    from planner.data.scenario import load_scenario
+
+    body = ("name: robots\nsite: {ownership: colo, region: us}\npolicy: {acquisition: [buy]%s}\n"
+            "jobs: [{name: robots, stage: edge, model: llama-3.2-3b, device: robot, devices: 1200, precision: int4,"
+            " context_tokens: 4096, min_tokens_per_s: 20, max_power_w: 130}]\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(body % "")
+    plan = make_plan(load_scenario(path), explain=False)
+    assert plan["status"] == "optimal" and sum(f["systems"] for f in plan["fleet"]) == 1200
+    path.write_text(body % ", max_systems_per_offer: 1000")
+    with pytest.raises(InfeasibleError):
+        make_plan(load_scenario(path), explain=False)

@@ -176,3 +176,11 @@ class FleetModel(Registry):
 
     def cap_of(self, o) -> int:
         return o.max_systems if o.max_systems is not None else self.scenario.policy.max_systems_per_offer
+
+    def edge_cap_of(self, o) -> int | None:
+        """An edge offer's cap on the units held: its max_systems, or policy.max_systems_per_offer
+        where the scenario sets it; else none (the default cap, 512, is a data centre's: a fleet of
+        1,200 robots buys 1,200 devices)."""
+        if o.max_systems is not None or "max_systems_per_offer" in self.scenario.policy.model_fields_set:
+            return self.cap_of(o)
+        return None

@@ -25,6 +25,8 @@ their capital is a system's (costs.capital_usd_per_year in one year, the same he
 
 from __future__ import annotations
 
+import math
+
 import pulp
 
 from planner.data.constants import HOURS_PER_YEAR
@@ -100,14 +102,17 @@ def define_edge_variables(m) -> None:
     """e[d,i,o,t] edge units bought in year t from the offers d may use (bought ones); they count
     as capex in year t and are held for their life (one year in a single-period plan, costed at
     a system's capital plus support); the demand row asks for units[d,t] held; the units of one offer held
-    in a year stay within its cap (max_systems, else policy.max_systems_per_offer)."""
+    in a year stay within its cap (model.edge_cap_of), and each variable within the most units d asks
+    for in any year (no plan that buys more is cheaper)."""
     rate = m.scenario.policy.discount_rate
     for dk, opts in sorted(m.options.edge.items()):
+        most = max(math.ceil(m.demand_at(dk, t) - 1e-9) for t in m.years)
         for i, opt in enumerate(opts):
             for oid in m.options.offers_for(dk, opt.system):
                 o = m.offer(oid)
+                cap = m.edge_cap_of(o)
                 for t in m.acquirable(oid):
-                    v = m.var(m.e, (dk, i, oid, t), "Integer", 0, m.cap_of(o))
+                    v = m.var(m.e, (dk, i, oid, t), "Integer", 0, most if cap is None else min(cap, most))
                     if m.npv:
                         _purchase(m, oid, t, v, {}, fleet=False)
                         continue

@@ -182,7 +182,7 @@ def define_availability_constraints(fm) -> None:
             by_offer[key].append(fm.held(*key))
     for (oid, t), vs in sorted(by_offer.items()):
         o = fm.offer(oid)
-        cap = fm.cap_of(o) if (oid, t) in edge else o.max_systems
+        cap = fm.edge_cap_of(o) if (oid, t) in edge else o.max_systems
         if cap is not None and len(vs) > 1:
             fm.add("availability", (oid, t), pulp.lpSum(vs) <= cap)
 
