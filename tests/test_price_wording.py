@@ -29,3 +29,19 @@ def test_rented_jobs_and_rl_trainers_are_priced_in_their_own_words(plan_cli, tmp
     assert "one more training day of 'grpo/trainer' costs $" in rows["jobs.grpo.train_tokens_per_day"]
     assert "renting by the hour, as the plan does for it" in rows["jobs.tune.runs_per_year"]
     assert not any("with the fleet you own" in m for m in rows.values())
+
+
+def test_fp8_weights_on_an_accelerator_without_fp8_matmuls_are_benchmarked_weight_only(plan_cli, tmp_path):
+    """Ampere has no FP8 tensor cores (catalog fp8_tflops empty): the plan's 'run it' check says the
+    weights run W8A16 with weight-only kernels, not 'fp8 ... with TensorRT-LLM'; on Hopper it does not."""
+    runs = {}
+    for acc in ("a100-80gb", "h100-sxm"):
+        path = tmp_path / f"{acc}.yaml"
+        path.write_text(f"name: w\nsite: {{ownership: cloud}}\npolicy: {{acquisition: [on-demand], accelerators: [{acc}]}}\n"
+                        "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 20}]\n")
+        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
+        assert res.code == 0, res.err
+        runs[acc] = json.loads(res.out)["jobs"][0]["checks"]["run_it"]
+    assert "weight-only: a100-80gb has no fp8 matmuls, so they run as W8A16" in runs["a100-80gb"], runs
+    assert "Marlin" in runs["a100-80gb"] and "TensorRT-LLM" not in runs["a100-80gb"]
+    assert "weight-only" not in runs["h100-sxm"] and "(fp8 weights, fp8 KV) with vLLM or TensorRT-LLM" in runs["h100-sxm"]

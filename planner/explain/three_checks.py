@@ -129,9 +129,28 @@ def _trainer(method: str, stack: str) -> str:
     return TRAINERS_BY_STACK.get(stack) or TRAINERS.get(method, "your training stack")
 
 
-def _run_it(p: dict, job, stack: str) -> str:
+NATIVE = {"fp8": "fp8_tflops", "fp4": "fp4_tflops", "int8": "int8_tops"}
+"""the catalog column of a precision's own matmul rate: where it is empty the accelerator runs
+such weights weight-only (catalog.Accelerator.peak_tflops falls back to a wider format)"""
+WEIGHT_ONLY_ENGINE = {"cuda": "vLLM (its Marlin weight-only kernels)"}
+
+
+def _weight_only(precision: str, accelerator) -> bool:
+    """Whether `precision`'s weights run weight-only on `accelerator` (dequantised to bf16 for the
+    matmuls: W8A16, W4A16): 8- and 4-bit formats without their own matmul rate there (FP8 on
+    Ampere); int4 always runs so."""
+    if precision == "int4":
+        return True
+    column = NATIVE.get(precision)
+    return column is not None and not getattr(accelerator, column)
+
+
+def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
     n, acc = p["accelerators_per_replica"], p["accelerator"]
     if job.stage == "serve":
+        engine = WEIGHT_ONLY_ENGINE.get(stack, _engine(stack)) if weight_only else _engine(stack)
+        weights = (f"{job.precision} weights, weight-only: {acc} has no {job.precision} matmuls, so they run as "
+                   f"W{8 if job.precision in ('fp8', 'int8') else 4}A16" if weight_only else f"{job.precision} weights")
         ttft = f" and first token within {job.max_ttft_s:g} s" if job.max_ttft_s else ""
         wl = _part(job, p.get("part"))[0] if p.get("part") else None
         ctx, inp, out = (wl.kv_tokens, wl.input_tokens, wl.output_tokens) if wl else (
@@ -142,7 +161,7 @@ def _run_it(p: dict, job, stack: str) -> str:
                     f"TP{p['tensor_parallel']}, {inp:,}-token prompts arriving at "
                     f"{half['prompts_per_s_per_replica']:,.2f} a second: expect the first token{ttft.replace(' and first token', '')} "
                     f"including the KV cache's {half['kv_transfer_ms']:,.1f} ms to {half['decode_system']}")
-        return (f"benchmark {job.model} ({job.precision} weights, {job.kv_precision} KV) with {_engine(stack)} on "
+        return (f"benchmark {job.model} ({weights}, {job.kv_precision} KV) with {engine} on "
                 f"{n}x {acc} ({p['system']}), {_layout(p)}, "
                 f"{p['users_per_replica']:,} concurrent sequences at {ctx:,}-token context "
                 f"({inp:,} in, {out:,} out): expect at least "
@@ -192,7 +211,8 @@ def three_checks(job: dict, spec, cat) -> dict:
         text = f"on {p['accelerator']} the job is {regime}-bound: {LEVERS.get(regime, 'measure it')}"
         if text not in regimes:
             regimes.append(text)
-        run = _run_it(p, spec, stack)
+        weight_only = spec.stage == "serve" and _weight_only(spec.precision, cat.accelerators[p["accelerator"]])
+        run = _run_it(p, spec, stack, weight_only)
         if run not in runs:
             runs.append(run)
     for a in job.get("api") or []:  # hosted token-priced APIs (options/api.py)
