@@ -243,3 +243,21 @@ def test_mixed_fleet_beats_every_single_accelerator_type():
     best = min(singles.values())
     saving = 1 - mixed["total_cost_usd_per_year"] / best
     assert saving >= 0.03, (saving, singles)
+
+
+def test_max_tpot_ms_is_the_speed_target_written_as_a_latency(plan_cli, tmp_path):
+    """A serving team writes TPOT (ms per output token): 40 ms plans as 25 tok/s per user; both keys
+    at once is exit 2 naming them."""
+    body = ("name: tpot\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
+            "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 300, %s}]\n")
+    plans = []
+    for target in ("max_tpot_ms: 40", "min_tokens_per_s_per_user: 25"):
+        path = tmp_path / "s.yaml"
+        path.write_text(body % target)
+        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
+        assert res.code == 0, res.err
+        plans.append(json.loads(res.out))
+    assert plans[0]["jobs"] == plans[1]["jobs"] and plans[0]["fleet"] == plans[1]["fleet"]
+    path.write_text(body % "max_tpot_ms: 40, min_tokens_per_s_per_user: 25")
+    res = plan_cli("validate", path)
+    assert res.code == 2 and "give either min_tokens_per_s_per_user or max_tpot_ms" in res.err, res.err

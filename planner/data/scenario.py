@@ -179,6 +179,9 @@ class ServeJob(JobBase):
         "request sizes with their shares of requests (summing to 1), each served as its own part"))
     min_tokens_per_s_per_user: float = Field(10.0, gt=0, le=100_000, description=(
         "speed every user must see while generating, output tokens per second per user"))
+    max_tpot_ms: Optional[float] = Field(None, gt=0, le=1e6, description=(
+        "longest time per output token while generating, ms (TPOT, inter-token latency): the same target "
+        "as min_tokens_per_s_per_user = 1000 / max_tpot_ms; give one of the two"))
     max_ttft_s: Optional[float] = Field(None, gt=0, le=3600, description=(
         "longest time to first token at full load, seconds (None: no limit)"))
     hours_per_day: float = Field(24.0, gt=0, le=24, description=(
@@ -189,6 +192,19 @@ class ServeJob(JobBase):
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
     engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
         None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")
+
+    @model_validator(mode="after")
+    def _tpot(self):
+        """max_tpot_ms is min_tokens_per_s_per_user written as a latency: 1000 / max_tpot_ms tok/s."""
+        if self.max_tpot_ms is None:
+            return self
+        if "min_tokens_per_s_per_user" in self.model_fields_set:
+            raise ValueError("give either min_tokens_per_s_per_user or max_tpot_ms (the same target: "
+                             f"{self.max_tpot_ms:g} ms per token is {1000 / self.max_tpot_ms:.4g} tok/s per user), not both")
+        given = set(self.model_fields_set)
+        self.min_tokens_per_s_per_user = 1000.0 / self.max_tpot_ms
+        self.__pydantic_fields_set__ = given  # (derived: the user wrote max_tpot_ms)
+        return self
 
     @model_validator(mode="after")
     def _traffic(self):
