@@ -45,3 +45,17 @@ def test_fp8_weights_on_an_accelerator_without_fp8_matmuls_are_benchmarked_weigh
     assert "weight-only: a100-80gb has no fp8 matmuls, so they run as W8A16" in runs["a100-80gb"], runs
     assert "Marlin" in runs["a100-80gb"] and "TensorRT-LLM" not in runs["a100-80gb"]
     assert "weight-only" not in runs["h100-sxm"] and "(fp8 weights, fp8 KV) with vLLM or TensorRT-LLM" in runs["h100-sxm"]
+
+
+def test_a_token_price_says_it_counts_the_peak_load_all_day_unless_active_fraction_says_otherwise(plan_cli, tmp_path):
+    body = ("name: w\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
+            "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, requests_per_s: 5%s}]\n")
+    checks = []
+    for extra in ("", ", active_fraction: 0.3"):
+        path = tmp_path / "s.yaml"
+        path.write_text(body % extra)
+        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
+        assert res.code == 0, res.err
+        checks.append(json.loads(res.out)["jobs"][0]["checks"]["unit_cost"])
+    assert "tokens counted at the peak load for all 24 h a day" in checks[0] and "active_fraction" in checks[0]
+    assert "peak load" not in checks[1]

@@ -197,9 +197,13 @@ def _layout(p: dict) -> str:
     return f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}"
 
 
-def _unit_cost(job: dict) -> str:
-    return (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + \
+def _unit_cost(job: dict, spec) -> str:
+    text = (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + \
         " at the planned batch, capital, power and hosting included"
+    if spec.stage == "serve" and spec.active_fraction == 1 and job["unit_cost"].get("usd_per_million_tokens"):
+        text += (f"; tokens counted at the peak load for all {spec.hours_per_day:g} h a day: where the average "
+                 "load is lower, set active_fraction to its share of the peak (the cost per token rises as it falls)")
+    return text
 
 
 def three_checks(job: dict, spec, cat) -> dict:
@@ -221,7 +225,7 @@ def three_checks(job: dict, spec, cat) -> dict:
         runs.append(f"send {a['users_served']:g} concurrent users' requests for {spec.model} to {a['provider']} "
                     f"({a['offer']}) and measure tok/s per user and time to first token against "
                     f"{spec.min_tokens_per_s_per_user:g} tok/s" + (f" and {spec.max_ttft_s:g} s" if spec.max_ttft_s else ""))
-    return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job)}
+    return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job, spec)}
 
 
 def summary(plan: dict, s) -> str:
