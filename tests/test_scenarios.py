@@ -261,3 +261,19 @@ def test_max_tpot_ms_is_the_speed_target_written_as_a_latency(plan_cli, tmp_path
     path.write_text(body % "max_tpot_ms: 40, min_tokens_per_s_per_user: 25")
     res = plan_cli("validate", path)
     assert res.code == 2 and "give either min_tokens_per_s_per_user or max_tpot_ms" in res.err, res.err
+
+
+def test_validate_summarises_what_the_plan_will_use(plan_cli, tmp_path):
+    """A rented fleet's summary leaves power price and PUE out (the rent includes them); per-year
+    caps and trends are listed."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: v\nhorizon_years: 2\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand]}\n"
+                    "budget: {usd_per_year: 900000, years: [{year: 2, capex_usd: 100000}]}\n"
+                    "trends: [{accelerator: h100-sxm, price_decline_per_year: 0.2}]\n"
+                    "jobs: [{name: a, stage: serve, model: llama-3.1-8b, concurrent_users: 20}]\n")
+    res = plan_cli("validate", path)
+    assert res.code == 0, res.err
+    assert "site: cloud (datacenter): power, cooling and hosting are in the providers' prices" in res.out
+    assert "PUE" not in res.out
+    assert "budget: $900,000 cost per year; year 2: $100,000 capex" in res.out
+    assert "trends: 1 (h100-sxm: price decline per year 0.2)" in res.out

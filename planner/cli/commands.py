@@ -18,6 +18,7 @@ from planner.cli.choices import CompareFormat, EstimateFormat, Explain, Format, 
 from planner.cli.listing import CatalogOpt, catalog_app
 from planner.cli.output import check_output, emit
 from planner.cli.starter import Template
+from planner.cli.summary import budget_summary, job_summary, site_summary, trends_summary
 from planner.data.errors import InfeasibleError, InputError, PlannerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -138,13 +139,14 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     rows = load_measurements(tuple(s.measurements)) if s.measurements else ()
     check_names(rows, cat)
     typer.echo(f"{scenario}: valid. '{s.name}', {len(s.jobs)} job(s), horizon {s.horizon_years} year(s).")
-    typer.echo(f"  site: {s.site.ownership} ({s.site.kind}), {s.site.cooling} cooling, "
-               f"${s.site.power_usd_per_kwh}/kWh, PUE {s.site.pue}"
-               + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else ""))
+    typer.echo(f"  site: {site_summary(s)}")
     typer.echo(f"  policy: {', '.join(s.policy.acquisition)}; redundancy {s.policy.redundancy}"
                + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
-    if s.budget.usd_per_year is not None:
-        typer.echo(f"  budget: ${s.budget.usd_per_year:,.0f} per year")
+    budget = budget_summary(s.budget)
+    if budget:
+        typer.echo(f"  budget: {budget}")
+    if s.trends:
+        typer.echo(f"  trends: {trends_summary(s.trends)}")
     if rows:
         used = [j.name for j in s.jobs if j.stage == "serve" and (j.model, j.precision) in {(r.model, r.precision)
                                                                                           for r in rows}]
@@ -154,22 +156,7 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     for j in s.jobs:
         m = cat.models[j.model]
         typer.echo(f"  - {j.name}: {j.stage} {m.name} ({m.params_b:g}B" +
-                   (f", {m.active_params_b:g}B active" if m.is_moe else "") + ")" + _job_summary(j))
-
-
-def _job_summary(j) -> str:
-    if j.stage == "serve":
-        load = (f"{j.concurrent_users:,} users" if j.concurrent_users is not None
-                else f"{j.requests_per_s:g} requests/s at peak")
-        return (f", {j.precision}, {load} x {j.min_tokens_per_s_per_user:g} tok/s, "
-                f"{j.context_tokens:,} context, {j.hours_per_day:g} h/day")
-    if j.stage == "finetune":
-        return f", {j.method}, {j.dataset_tokens * j.epochs:,.0f} tokens/run, {j.runs_per_year:g} runs/yr"
-    if j.stage == "pretrain":
-        return f", {j.training_tokens:,.0f} tokens within {j.max_days:g} days"
-    if j.stage == "rl":
-        return f", rollouts {j.rollout_tokens_per_s:,.0f} tok/s, trainer {j.train_tokens_per_day:,.0f} tok/day"
-    return f", {j.devices:,} {j.device} devices at {j.min_tokens_per_s:g} tok/s"
+                   (f", {m.active_params_b:g}B active" if m.is_moe else "") + ")" + job_summary(j))
 
 
 @app.command("schema")
