@@ -114,8 +114,10 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
         lines.append("")
     if plan.get("alternatives") is not None:
         title = "Why not the other accelerators"
-        lines += ([f"## {title}", "", markdown_table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
-                  if markdown else [title, table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS, width)])
+        rows = [{**a, "cost_delta_usd_per_year": float(round(a["cost_delta_usd_per_year"]))}  # (whole dollars, as the text)
+                if a.get("cost_delta_usd_per_year") is not None else a for a in plan["alternatives"]]
+        lines += ([f"## {title}", "", markdown_table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
+                  if markdown else [title, table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS, width)])
         lines.append("")
     if plan.get("next_best"):
         lines += (["## Next-best fleet", "", plan["next_best"]["message"], ""] if markdown

@@ -274,7 +274,8 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             delta = bounds[acc] - base
             why = _unplanned(skipped, outcomes, "cheaper")
             row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
-                       reason=f"the cheapest plan {note} costs at least {_usd(bounds[acc])}/yr (+{_usd(delta)} "
+                       reason=f"the cheapest plan {note} costs at least {_usd(math.floor(bounds[acc]))}/yr "
+                              f"(+{_usd(math.floor(delta))} "  # (a bound shown rounded down: never above a plan)
                               f"or more: the LP relaxation's bound; not re-planned, {why})")
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
