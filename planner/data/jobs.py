@@ -38,6 +38,11 @@ class Workload:
     attention_dp: bool = False
     """How a replica of an MoE over several ranks is laid out: False, tensor-parallel attention and
     experts; True, expert parallelism with data-parallel attention (physics.moe)."""
+    open_loop: bool = False
+    """How requests arrive: False, a closed loop of concurrent users (the benchmark convention:
+    clients that finish together send together, physics.ttft); True, at a rate, each request on its
+    own (a job given as requests_per_s): its first token waits for the prompts ahead of it at the
+    replica's prefill, not for a wave of them (physics.ttft.open_loop_wait_s)."""
 
     @property
     def kv_tokens(self) -> int:
@@ -97,7 +102,8 @@ def kv_precision_of(precision: str, kv_precision: str | None = None) -> str:
 
 
 def serve_workload(job: ServeJob) -> Workload:
-    return Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens, job.context_tokens)
+    return Workload(job.precision, job.kv_precision, job.input_tokens, job.output_tokens, job.context_tokens,
+                    open_loop=job.requests_per_s is not None)
 
 
 def request_seconds(job: ServeJob, output_tokens: int) -> float:
@@ -122,7 +128,7 @@ def serve_parts(job: ServeJob) -> list[tuple[str, Workload, int, float | None]]:
     for (inp, outp, share), w in zip(sizes, weights):
         key = job.name if len(sizes) == 1 else f"{job.name}/{inp}x{outp}"
         ctx = job.context_tokens if (not job.request_mix or "context_tokens" in job.model_fields_set) else None
-        wl = Workload(job.precision, job.kv_precision, inp, outp, ctx)
+        wl = Workload(job.precision, job.kv_precision, inp, outp, ctx, open_loop=job.requests_per_s is not None)
         if job.requests_per_s is not None:
             rate = job.requests_per_s * share
             users = max(1, math.ceil(rate * request_seconds(job, outp) - 1e-9))
