@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -108,3 +109,12 @@ def shipped_plan(name: str, explain: bool | str = True):
     s = load_scenario(SCENARIOS / name)
     level = "full" if explain is True else explain
     return s, _once_per_run(f"{name}-{level}", lambda: plan_scenario(s, explain=level))
+
+
+def planned_json(plan_cli, path: Path, text: str) -> dict:
+    """The JSON plan of the scenario `text` (written to `path`) through the `plan` command, without
+    explanations; the command must succeed."""
+    path.write_text(text)
+    res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    return json.loads(res.out)

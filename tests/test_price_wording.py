@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from conftest import planned_json
+
 SCENARIO = """\
 name: wording
 site: {ownership: colo, region: us}
@@ -34,14 +36,10 @@ def test_rented_jobs_and_rl_trainers_are_priced_in_their_own_words(plan_cli, tmp
 def test_fp8_weights_on_an_accelerator_without_fp8_matmuls_are_benchmarked_weight_only(plan_cli, tmp_path):
     """Ampere has no FP8 tensor cores (catalog fp8_tflops empty): the plan's 'run it' check says the
     weights run W8A16 with weight-only kernels, not 'fp8 ... with TensorRT-LLM'; on Hopper it does not."""
-    runs = {}
-    for acc in ("a100-80gb", "h100-sxm"):
-        path = tmp_path / f"{acc}.yaml"
-        path.write_text(f"name: w\nsite: {{ownership: cloud}}\npolicy: {{acquisition: [on-demand], accelerators: [{acc}]}}\n"
-                        "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 20}]\n")
-        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
-        assert res.code == 0, res.err
-        runs[acc] = json.loads(res.out)["jobs"][0]["checks"]["run_it"]
+    runs = {acc: planned_json(plan_cli, tmp_path / f"{acc}.yaml",
+                              f"name: w\nsite: {{ownership: cloud}}\npolicy: {{acquisition: [on-demand], accelerators: [{acc}]}}\n"
+                              "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 20}]\n"
+                              )["jobs"][0]["checks"]["run_it"] for acc in ("a100-80gb", "h100-sxm")}
     assert "weight-only: a100-80gb has no fp8 matmuls, so they run as W8A16" in runs["a100-80gb"], runs
     assert "Marlin" in runs["a100-80gb"] and "TensorRT-LLM" not in runs["a100-80gb"]
     assert "weight-only" not in runs["h100-sxm"] and "(fp8 weights, fp8 KV) with vLLM or TensorRT-LLM" in runs["h100-sxm"]
@@ -50,12 +48,7 @@ def test_fp8_weights_on_an_accelerator_without_fp8_matmuls_are_benchmarked_weigh
 def test_a_token_price_says_it_counts_the_peak_load_all_day_unless_active_fraction_says_otherwise(plan_cli, tmp_path):
     body = ("name: w\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
             "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, requests_per_s: 5%s}]\n")
-    checks = []
-    for extra in ("", ", active_fraction: 0.3"):
-        path = tmp_path / "s.yaml"
-        path.write_text(body % extra)
-        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
-        assert res.code == 0, res.err
-        checks.append(json.loads(res.out)["jobs"][0]["checks"]["unit_cost"])
+    checks = [planned_json(plan_cli, tmp_path / "s.yaml", body % extra)["jobs"][0]["checks"]["unit_cost"]
+              for extra in ("", ", active_fraction: 0.3")]
     assert "tokens counted at the peak load for all 24 h a day" in checks[0] and "active_fraction" in checks[0]
     assert "peak load" not in checks[1]

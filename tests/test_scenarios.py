@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import planned_json
 from planner.app.planning import make_plan
 from planner.data.errors import InfeasibleError
 from planner.data.scenario import load_scenario
@@ -250,13 +251,8 @@ def test_max_tpot_ms_is_the_speed_target_written_as_a_latency(plan_cli, tmp_path
     at once is exit 2 naming them."""
     body = ("name: tpot\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
             "jobs: [{name: a, stage: serve, model: llama-3.1-8b, precision: fp8, concurrent_users: 300, %s}]\n")
-    plans = []
-    for target in ("max_tpot_ms: 40", "min_tokens_per_s_per_user: 25"):
-        path = tmp_path / "s.yaml"
-        path.write_text(body % target)
-        res = plan_cli(path, "--format", "json", "--no-timings", "--quiet", "--explain", "none")
-        assert res.code == 0, res.err
-        plans.append(json.loads(res.out))
+    path = tmp_path / "s.yaml"
+    plans = [planned_json(plan_cli, path, body % target) for target in ("max_tpot_ms: 40", "min_tokens_per_s_per_user: 25")]
     assert plans[0]["jobs"] == plans[1]["jobs"] and plans[0]["fleet"] == plans[1]["fleet"]
     path.write_text(body % "max_tpot_ms: 40, min_tokens_per_s_per_user: 25")
     res = plan_cli("validate", path)
