@@ -138,3 +138,14 @@ def test_estimate_reads_ids_with_capitals_too(plan_cli):
     res = plan_cli("estimate", "--model", "Llama-3.1-8B", "--accelerator", "H100-SXM", "--format", "json")
     assert res.code == 0, res.err
     assert json.loads(res.out)["model"] == "llama-3.1-8b" and "'H100-SXM' is read as 'h100-sxm'" in res.err
+
+
+def test_estimate_max_throughput_at_a_given_split_takes_its_largest_batch(plan_cli):
+    """--max-throughput with --tp fixed the split and then ran batch 1 (130 tok/s for 70B on 8 H200
+    against 13,235 with the split searched): it now takes the split's largest batch."""
+    args = ("estimate", "--model", "llama-3.1-70b", "--accelerator", "h200-sxm", "--precision", "fp8",
+            "--count", "8", "--tp", "8", "--format", "json")
+    fixed = json.loads(plan_cli(*args, "--max-throughput").out)
+    one = json.loads(plan_cli(*args, "--batch", "1").out)
+    assert fixed["tensor_parallel"] == 8 and fixed["batch"] > 100
+    assert fixed["tokens_per_s"] > 10 * one["tokens_per_s"]

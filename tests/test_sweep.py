@@ -105,3 +105,16 @@ def test_compare_warns_when_the_plans_cover_different_horizons(tmp_path, plan_cl
     assert res.code == 0 and re.search(r"horizon \(years\)\s+1\s+3\s+2", res.out)
     assert "warning: the plans cover 1 and 3 years: compare their $/year" in res.err
     assert "warning" not in plan_cli("compare", FINETUNE, FINETUNE).err
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html"])
+def test_a_sweep_and_a_compare_of_a_plan_on_a_hosted_api_print(plan_cli, tmp_path, fmt):
+    """A fleet row of a hosted API names its provider (sweep summaries dropped it: exit 1 on
+    internal-tool.yaml in every format but JSON, and in compare)."""
+    out = tmp_path / f"sweep.{fmt}"
+    res = plan_cli("sweep", SCENARIOS / "internal-tool.yaml", "--set", "jobs.0.active_fraction=0.1,0.5",
+                   "--format", fmt, "-o", out)
+    assert res.code == 0, res.err
+    assert "API for llama-3.3-70b" in out.read_text()
+    res = plan_cli("compare", SCENARIOS / "internal-tool.yaml", SCENARIOS / "bank.yaml")
+    assert res.code == 0 and "API for llama-3.3-70b" in res.out, res.err

@@ -152,7 +152,8 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     replicas = max(1, req.count // (tp * pp))
     if req.batch is not None:
         batch = req.batch
-    elif req.min_tokens_per_s_per_user is not None:
+    elif req.min_tokens_per_s_per_user is not None or req.max_throughput:  # (--max-throughput at a given split:
+        # the largest batch it holds, as the search over splits takes for each)
         batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user, engine=req.engine)
         batch = max(batch, 1)
     else:

@@ -299,7 +299,7 @@ def summarise(plan: dict) -> dict:
             "total_cost_usd_over_horizon": plan.get("total_cost_usd_over_horizon"),
             "npv_usd": plan.get("npv_usd"), "cash_total_usd": plan.get("cash_total_usd"),
             "fleet": [{"systems": f["systems"], "system": f["system"], "acquisition": f["acquisition"],
-                       "offer": f["offer"]} for f in plan["fleet"]],
+                       "provider": f["provider"], "offer": f["offer"]} for f in plan["fleet"]],
             "unserved": unserved,
             "usd_per_million_tokens": round(cost / tokens * 1e6, 4) if tokens else None}
 
