@@ -134,7 +134,11 @@ class HardwareTrend(Strict):
     accelerator: str = Field("*", description="accelerator id, or '*' for every accelerator")
     price_decline_per_year: float = Field(0.0, ge=0, lt=1, description="fraction per year")
     available_from_year: int = Field(1, ge=1, description="first year of the horizon it can be bought or rented")
-    resale_fraction: float = Field(0.0, ge=0, le=1, description="of purchase price at end of life")
+    resale_fraction: Optional[float] = Field(None, ge=0, le=1, description=(
+        "what a bought system leaving the fleet fetches. Unset (the default): the used market's price, "
+        "about 0.61 x 0.72^age of a new one's and nothing past its useful life (physics.costs.exit_share). "
+        "A number: the straight-line book value instead, from the purchase price down to this fraction of "
+        "it at the end of the useful life (0: book value falling to nothing, not no resale)"))
 
 
 class Solver(Strict):
