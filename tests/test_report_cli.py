@@ -220,3 +220,14 @@ def test_brief_shows_a_jobs_largest_placement_and_says_its_price_is_the_whole_co
     assert "12 replica(s) of" in flat and "large-acc" in flat and "small-acc" not in flat, flat
     assert "and 1 more placement(s)" in flat
     assert "$0.131 per million input tokens (the whole cost)" in flat
+
+
+def test_a_multi_year_headline_states_the_npv_and_the_resale_the_cash_leaves_out():
+    """The cash paid over the horizon leaves out the resale at its end; the NPV (the objective)
+    credits it: the headline says both, with the amount (a finance review found it only in the JSON)."""
+    from planner.cli.render import headline
+
+    plan = shipped_plan("annual-budget.yaml", explain="none")[1]
+    line = headline(plan)
+    assert f"NPV ${plan['npv_usd']:,.0f}" in line
+    assert plan["salvage_usd"] > 0 and f"crediting the resale at the end (${plan['salvage_usd']:,.0f})" in line
