@@ -234,3 +234,16 @@ def test_a_rate_sized_chat_service_is_not_held_to_a_closed_loops_ttft(tmp_path):
     p = make_plan(s, explain=False)
     (pl,) = p["jobs"][0]["placements"]
     assert pl["replicas"] == 1 and pl["users_per_replica"] >= 189 and pl["ttft_s"] < 0.25, pl
+
+
+def test_a_run_sized_by_memory_says_memory_binds_not_the_deadline():
+    """An RL trainer of a 1T MoE needs 128 GB200 for memory and two NVL72 racks (144) hold it, in
+    under an hour of its 24 h: memory sized it, not the deadline (an expert's check of choose-go)."""
+    cat = load_catalog()
+    system = cat.systems["gb200-nvl72"]
+    m, acc = MODELS["kimi-k2"], ACCS["gb200"]
+    need = training.accelerators_min(m, acc, "full", 8192, 16)
+    opts, why = build.batch_configs(m, acc, system, "full", 2e9, 8192, 16, "bf16", 24, "d")
+    assert not why and opts and need > 72
+    first = opts[0]
+    assert first.accelerators == 144 and first.hours_per_run < 24 and first.binding == "memory"

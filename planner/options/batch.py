@@ -52,7 +52,9 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
                 if fewest < n:
                     out.append(BatchOption(demand, system.id, acc.id, fewest, at.hours, at.memory_gb_per_accelerator,
                                            acc.memory_gb, "deadline"))
-            binding = "memory" if n == need and need > 1 else ("deadline" if out == [] and n > need else "compute")
+            # the first count that meets the deadline: memory sized it where no smaller count that
+            # holds the run was too slow (whole systems round it up: 144 GPUs for 128), else the deadline
+            binding = ("deadline" if slow else "memory" if need > 1 else "compute") if out == [] else "compute"
             out.append(BatchOption(demand, system.id, acc.id, n, est.hours, est.memory_gb_per_accelerator,
                                    acc.memory_gb, binding))
             if len(out) >= 2 or n >= system.accelerators:
