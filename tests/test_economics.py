@@ -87,6 +87,21 @@ def test_a_site_in_china_buys_only_what_may_be_exported_there_unless_it_holds_a_
     assert res.code == 2 and "unknown accelerator 'h100'" in res.err and "policy.export_licences" in res.err
 
 
+def test_a_licensed_h200_bought_for_china_pays_the_25_percent_tariff(tmp_path):
+    """economics.md s5c (E22-E23): the H200 ships to China under a case-by-case licence with a 25%
+    tariff; a plan that buys it there under policy.export_licences pays it up front (a finance review
+    found the tariff named in the text and not charged)."""
+    job = {"name": "a", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "concurrent_users": 100,
+           "min_tokens_per_s_per_user": 20}
+    policy = {"acquisition": ["buy"], "accelerators": ["h200-nvl"], "export_licences": ["h200-nvl"]}
+    site = {"ownership": "on-prem", "region": "cn", "cooling": "air"}
+    _, cn = _plan(tmp_path, _doc("cn-h200", site, policy, [job]))
+    _, us = _plan(tmp_path, _doc("us-h200", dict(site, region="us"), policy, [job]))
+    assert [f["offer"] for f in cn["fleet"]] == [f["offer"] for f in us["fleet"]]
+    assert sum(f["purchase_usd"] for f in cn["fleet"]) == pytest.approx(1.25 * sum(f["purchase_usd"] for f in us["fleet"]))
+    assert cn["total_cost_usd_per_year"] > us["total_cost_usd_per_year"]
+
+
 def test_policy_regions_listed_explicitly_replace_the_default(tmp_path):
     _, eu = _plan(tmp_path, _doc("eu-only", {"ownership": "cloud", "region": "us"},
                                  {"acquisition": ["on-demand"], "regions": ["eu"]}, [SMALL_CHAT]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from planner.data.catalog import ACQUISITIONS, Catalog, load_catalog
 from planner.data.checkpoints import catalog_model, stem
 from planner.data.errors import InputError, Problem, suggest
+from planner.data.export_rules import LICENSED_TARIFF, tariffed
 from planner.data.notes import note
 from planner.data.scenario import Scenario
 
@@ -167,6 +168,19 @@ def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
             changes = {k: v for k, v in p.model_dump(exclude={"offer"}).items() if v is not None}
             changes["source"] = f"the scenario's prices: ({', '.join(changes)}) over {out.offers[p.offer].source}"
             out.offers[p.offer] = out.offers[p.offer].model_copy(update=changes)
+    taxed = []
+    for oid, o in sorted(out.offers.items()):
+        system = out.systems.get(o.system)
+        if o.acquisition == "buy" and system is not None and o.purchase_usd and \
+                tariffed(system.accelerator, s.site.region, s.policy.export_licences):
+            taxed.append(oid)
+            out.offers[oid] = o.model_copy(update={
+                "purchase_usd": o.purchase_usd * (1 + LICENSED_TARIFF),
+                "source": f"{o.source}; +{LICENSED_TARIFF:.0%} US tariff on a licensed export to {s.site.region} "
+                          "(economics.md s5c, E22-E23)"})
+    if taxed:
+        note(f"note: {', '.join(taxed)} priced {LICENSED_TARIFF:.0%} above the catalog for a site in {s.site.region}: "
+             "the US tariff on a licensed H200-class export (economics.md s5c)")
     return out
 
 

@@ -11,7 +11,8 @@ provider's hardware is where it already is.
       TPP = max(16 x bf16 TFLOPS, 8 x fp8 TFLOPS, 8 x int8 TOPS, 4 x fp4 TFLOPS)
   (an H100: 8 x 1,979 = 15,832, its published TPP; an RTX 4090: 8 x 660.6 = 5,285, the reference's 5,280).
   H20 (and AMD's MI308): a licence "indefinitely" since 2025-04 (E20), though under the threshold.
-  H200: case-by-case review with certifications since 2025-12/2026-01, and a 25% tariff (E22, E23).
+  H200: case-by-case review with certifications since 2025-12/2026-01, and a 25% tariff (E22, E23),
+  added to the price of a licensed purchase (data/export_rules.py, data/consistency.py).
 The density rule for smaller parts and the other destinations of country groups D:1/D:4/D:5 are not
 modelled: the catalog's region codes do not name them.
 """
@@ -19,12 +20,10 @@ modelled: the catalog's region codes do not name them.
 from __future__ import annotations
 
 from planner.data.catalog import Accelerator, Offer
+from planner.data.export_rules import CASE_BY_CASE, LICENSED_TARIFF, RESTRICTED_SITES
 
-RESTRICTED_SITES = ("cn", "mo")
-"""site regions the rules name: China and Macau (E22)"""
 TPP_THRESHOLD = 4800.0
 BY_NAME = {"h20": "since 2025-04 the H20 needs a US export licence for China 'indefinitely' (economics.md s5c, E20)"}
-CASE_BY_CASE = {"h200-sxm", "h200-nvl"}
 
 
 def tpp(acc: Accelerator) -> float:
@@ -41,8 +40,9 @@ def export_exclusion(o: Offer, acc: Accelerator, site_region: str, licences) -> 
     if acc.id in BY_NAME:
         return BY_NAME[acc.id] + hold
     if acc.id in CASE_BY_CASE:
-        return ("the H200 ships to China only under a US licence reviewed case by case, with a 25% tariff "
-                "(since 2026-01; economics.md s5c, E22-E23)" + hold)
+        return ("the H200 ships to China only under a US licence reviewed case by case, with a "
+                f"{LICENSED_TARIFF:.0%} tariff (since 2026-01; economics.md s5c, E22-E23)" + hold
+                + ", and its purchase then carries the tariff")
     total = tpp(acc)
     if total >= TPP_THRESHOLD:
         return (f"a US export licence is needed to ship it to China (TPP {total:,.0f} >= {TPP_THRESHOLD:,.0f} since "
