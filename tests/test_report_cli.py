@@ -231,3 +231,18 @@ def test_a_multi_year_headline_states_the_npv_and_the_resale_the_cash_leaves_out
     line = headline(plan)
     assert f"NPV ${plan['npv_usd']:,.0f}" in line
     assert plan["salvage_usd"] > 0 and f"crediting the resale at the end (${plan['salvage_usd']:,.0f})" in line
+
+
+def test_the_years_table_names_each_budget_cap_of_a_year():
+    """Per-year capex and opex caps show in the year's budget column with the share used (they showed
+    '-' where only the total cost cap was read)."""
+    import copy
+
+    from planner.cli.render_years import year_rows
+
+    plan = copy.deepcopy(shipped_plan("annual-budget.yaml", explain="none")[1])
+    y = plan["years"][0]
+    y.update(budget_usd=None, budget_capex_usd=2 * y["capex_usd"], budget_opex_usd=4 * y["opex_usd"])
+    row = year_rows(plan)[0]
+    assert row["budget_usd"] == f"capex {2 * y['capex_usd']:,.0f}; opex {4 * y['opex_usd']:,.0f}"
+    assert row["used"] == "capex 50%; opex 25%"
