@@ -149,3 +149,12 @@ def test_estimate_max_throughput_at_a_given_split_takes_its_largest_batch(plan_c
     one = json.loads(plan_cli(*args, "--batch", "1").out)
     assert fixed["tensor_parallel"] == 8 and fixed["batch"] > 100
     assert fixed["tokens_per_s"] > 10 * one["tokens_per_s"]
+
+
+def test_estimate_gives_no_hours_for_a_run_that_does_not_fit(plan_cli):
+    args = ("estimate", "--model", "llama-2-7b", "--accelerator", "h100-sxm", "--stage", "finetune", "--method",
+            "full", "--tokens", "75e6", "--format", "json")
+    alone = json.loads(plan_cli(*args).out)
+    assert alone["fits"] is False and alone["hours"] is None and alone["accelerators_needed_for_memory"] == 2
+    pair = json.loads(plan_cli(*args, "--count", "2").out)
+    assert pair["fits"] is True and pair["hours"] > 0

@@ -122,7 +122,10 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         seq = req.sequence_tokens or training_sequence_default(req.stage)
         est = training.estimate(m, acc, method, req.tokens, req.count, seq=seq, precision=req.precision,
                                 scaleout_gbps=cat.best_scaleout_gbps(acc.id))
-        return {**base, "sequence_tokens": seq, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
+        out = {**base, "sequence_tokens": seq, **est.as_dict(), "accelerators_needed_for_memory": est.accelerators_min}
+        if not est.fits:  # (a run that does not fit has no time: hours at a count it cannot run on mislead)
+            out["hours"] = None
+        return out
     kv = kv_precision_of(req.precision, req.kv_precision)
     if req.layout == "ep-dp" and not m.is_moe:
         raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",
