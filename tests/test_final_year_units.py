@@ -85,3 +85,38 @@ def test_an_edge_fleet_is_not_held_to_the_data_centre_default_cap(tmp_path):
     path.write_text(body % ", max_systems_per_offer: 1000")
     with pytest.raises(InfeasibleError):
         make_plan(load_scenario(path), explain=False)
+
+
+RESERVED_3Y = """\
+name: r3
+horizon_years: 2
+site: {ownership: colo, cooling: air}
+policy: {acquisition: [reserved-3y], accelerators: [h100-sxm], providers: [quoteco], discount_rate: 0.08}
+offers:
+  - {id: q-r3, system: h100-sxm-x8, acquisition: reserved-3y, provider: quoteco, price_usd_per_hour: 14,
+     source: test quote, as_of: 2026-12-01}
+jobs: [{name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 240}]
+"""
+
+
+def test_a_reservation_past_the_horizon_costs_the_same_per_year_in_both_kinds_of_plan(tmp_path):
+    """A 3-year reservation in a 2-year plan commits to 3 years of fees: a one-year plan spreads them
+    over the 2 years (costs.commitment_factor); a multi-year plan (a trend makes it one) counted only
+    the 2 paid within the horizon in its annuitised view, $122,640 a year against $177,234 (a finance
+    review's plan compare showed buying dearer per year while its NPV was lower)."""
+    from planner.app.planning import make_plan
+    from planner.data.consistency import resolve
+    from planner.data.scenario import load_scenario
+    from planner.verify.plan import verify
+
+    costs = {}
+    for kind, extra in (("single", ""), ("years", "trends: [{accelerator: '*', price_decline_per_year: 0.0}]\n")):
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(RESERVED_3Y + extra)
+        s = load_scenario(path)
+        plan = make_plan(s, explain=False)
+        assert ("years" in plan) == (kind == "years") and verify(plan, s, resolve(s)).ok
+        costs[kind] = plan["total_cost_usd_per_year"]
+    fee = 14 * 8760
+    assert costs["single"] == pytest.approx(fee * 1.4452, rel=1e-3)
+    assert costs["years"] == pytest.approx(costs["single"], rel=1e-6)

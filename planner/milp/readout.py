@@ -62,13 +62,22 @@ def _int(res: SolveResult, var) -> int:
 def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = None) -> dict[str, float]:
     """Cost of `year` (default: the last) attributed to each offer (its fixed costs, busy power,
     rentals, API tokens, its share of its system type's complexity cost), in the accounting view: a
-    multi-year plan's purchases annuitised."""
+    multi-year plan's purchases annuitised, and a reservation whose term runs past the horizon
+    carrying all its payments, their present value annuitised over the years it is held
+    (costs.commitment_factor, as a one-year plan reads it)."""
     t = year or fm.last
     out: dict[str, float] = defaultdict(float)
     terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and comp not in ("capex", complexity.COMPONENT)
              for term in ts]
     for coef, v, oid in terms + (fm.capital.get(t, []) if fm.npv else []):
         out[oid] += coef * _val(res, v)
+    if fm.npv:  # a reservation whose term runs past the horizon: all its payments spread over the years held
+        for (oid, tau), v in fm.k.items():
+            o = fm.offer(oid)
+            held = fm.last + 1 - tau
+            if tau <= t and (n := _val(res, v)) > 0:
+                more = costs.commitment_factor(o, fm.scenario.policy.discount_rate, held) - 1.0
+                out[oid] += more * o.price_usd_per_hour * fm.factor(oid, tau) * HOURS * n if more > 0 else 0.0
     if fm.z:
         for oid, usd in complexity.spread(fm, res.values, t, held_systems(fm, res, t)).items():
             out[oid] += usd

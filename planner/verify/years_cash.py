@@ -13,8 +13,9 @@
              system types x policy.cost_per_system_type_usd_year
   accounting annuitised_t - opex_t = sum over bought systems held of their yearly capital: the price
              less the discounted resale annuitised over the years held (nothing back: price_tau x
-             annuity(r, life)); the fleet rows add up to annuitised_t, each bought row at least its
-             fixed costs
+             annuity(r, life)), plus, for a reservation whose term runs past the horizon, its fee x
+             (costs.commitment_factor(years held) - 1): all its payments over the years held; the
+             fleet rows add up to annuitised_t, each bought row at least its fixed costs
   resale     a bought system leaves at the end of its life or of the horizon (start of year s, a years
              old) for price_tau x costs.exit_share(a, life): the market's residual (nothing once used
              up), or with the trend's resale_fraction rf, (1 - decline)^a
@@ -115,7 +116,8 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
                     kept = 0.0 if system.kind in DEVICES else fixed["hosting"] + fixed["power"] + fixed["ops"]
                     fixed_opex += (price * site.support_fraction_per_year + kept) * n
                 else:
-                    fixed_opex += price * n
+                    fixed_opex += price * n  # (a term past the horizon: all its payments over the years held)
+                    capital += price * n * (costs.commitment_factor(o, rate, last + 1 - tau) - 1.0)
         fixed_opex += complexity_usd(y["fleet"], s)
         v.check("costs", close(y["capex_usd"], capex), f"year {t}: capex ${y['capex_usd']:,.2f}; the year's "
                 f"purchases cost ${capex:,.2f}")
