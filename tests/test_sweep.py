@@ -118,3 +118,20 @@ def test_a_sweep_and_a_compare_of_a_plan_on_a_hosted_api_print(plan_cli, tmp_pat
     assert "API for llama-3.3-70b" in out.read_text()
     res = plan_cli("compare", SCENARIOS / "internal-tool.yaml", SCENARIOS / "bank.yaml")
     assert res.code == 0 and "API for llama-3.3-70b" in res.out, res.err
+
+
+def test_compare_totals_a_one_year_and_a_multi_year_plan_of_the_same_fleet_alike(tmp_path, plan_cli):
+    """The same fleet planned one-year and multi-year (a trend makes it so): the horizon's total is
+    the annuitised view's in both (a multi-year plan's total_cost_usd_over_horizon is its cash,
+    which leaves out the resale: a finance review saw +$45,631 for the same fleet)."""
+    single = tmp_path / "single.yaml"
+    single.write_text(FINETUNE.read_text().replace("horizon_years: 1", "horizon_years: 2"))
+    years = tmp_path / "years.yaml"
+    years.write_text(single.read_text() + "trends: [{accelerator: '*', price_decline_per_year: 0.0}]\n")
+    res = plan_cli("compare", single, years, "--format", "json")
+    assert res.code == 0, res.err
+    result = json.loads(res.out)
+    a, b = result["a"]["summary"], result["b"]["summary"]
+    assert a["npv_usd"] is None and b["npv_usd"] is not None  # one of each kind
+    assert a["annuitised_total_usd"] == pytest.approx(b["annuitised_total_usd"], rel=1e-6, abs=0.02)  # (cents)
+    assert "$ over horizon (annuitised)" in plan_cli("compare", single, years).out

@@ -297,6 +297,7 @@ def summarise(plan: dict) -> dict:
     return {"status": plan["status"], "horizon_years": plan.get("horizon_years"),
             "total_cost_usd_per_year": plan["total_cost_usd_per_year"],
             "total_cost_usd_over_horizon": plan.get("total_cost_usd_over_horizon"),
+            "annuitised_total_usd": plan.get("annuitised_total_usd", plan.get("total_cost_usd_over_horizon")),
             "npv_usd": plan.get("npv_usd"), "cash_total_usd": plan.get("cash_total_usd"),
             "fleet": [{"systems": f["systems"], "system": f["system"], "acquisition": f["acquisition"],
                        "provider": f["provider"], "offer": f["offer"]} for f in plan["fleet"]],
