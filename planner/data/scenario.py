@@ -53,7 +53,8 @@ class Site(Strict):
     power_cap_kw: Optional[float] = Field(None, gt=0, le=1e7, description="IT power available to owned systems, kW")
     hosting_usd_per_kw_year: float = Field(
         1800, ge=0, le=1e6, description="space, cooling and networking per kW of owned IT load per year "
-                                "(colocation list prices run about $150/kW-month)")
+                                "(colocation list prices run about $150/kW-month, the default whatever the "
+                                "ownership: an on-prem site's own facility costs per kW go here)")
     region: str = Field("us", pattern=REGION_PATTERN, description=(
         "where the site and its users are: us, eu, uk, cn, jp, in, ...; policy.regions defaults to it and 'global'"))
     ops_usd_per_system_year: float = Field(1258, ge=0, le=1e7, description=(
