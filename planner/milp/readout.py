@@ -74,10 +74,9 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = Non
     if fm.npv:  # a reservation whose term runs past the horizon: all its payments spread over the years held
         for (oid, tau), v in fm.k.items():
             o = fm.offer(oid)
-            held = fm.last + 1 - tau
-            if tau <= t and (n := _val(res, v)) > 0:
-                more = costs.commitment_factor(o, fm.scenario.policy.discount_rate, held) - 1.0
-                out[oid] += more * o.price_usd_per_hour * fm.factor(oid, tau) * HOURS * n if more > 0 else 0.0
+            more = costs.commitment_factor(o, fm.scenario.policy.discount_rate, fm.last + 1 - tau) - 1.0
+            if tau <= t and more > 0:
+                out[oid] += more * o.price_usd_per_hour * fm.factor(oid, tau) * HOURS * _val(res, v)
     if fm.z:
         for oid, usd in complexity.spread(fm, res.values, t, held_systems(fm, res, t)).items():
             out[oid] += usd
