@@ -155,6 +155,34 @@ def metric_lines(results) -> list[str]:
     return lines
 
 
+OPEN_LOOP = [  # (qps over the replicas, replicas, measured TTFT ms, measured TPOT ms)
+    (10.0, 4, 54.58, 13.58),
+    (30.0, 4, 73.23, 23.59),
+]
+"""reference/serving-benchmarks.md's open-loop rows (vLLM benchmark_serving, May 2025 [V6]):
+Llama-3.2-3B-Instruct, 4 L40S as 4 replicas behind the llm-d gateway, random 1000/500 tokens, requests
+at a rate. Kept apart from the closed-loop fit; a job given as requests_per_s is modelled so
+(physics/ttft.py, Workload.open_loop)."""
+
+
+def open_loop_lines(accs: dict, models: dict, cal: Calibration) -> list[str]:
+    """Open-loop TTFT, modelled (physics.ttft, Workload.open_loop) against OPEN_LOOP, at the requests
+    in flight per replica that Little's law gives from the measured rate and latencies."""
+    from planner.data.jobs import Workload
+    from planner.physics import step, ttft
+
+    m, acc = models["llama-3.2-3b"], accs["l40s"]
+    lines = ["open-loop TTFT (requests at a rate; not in the statistics above):"]
+    for qps, replicas, ttft_ms, tpot_ms in OPEN_LOOP:
+        in_flight = round(qps / replicas * (ttft_ms + 499 * tpot_ms) / 1e3)
+        got = {kind: ttft.of(step.replica(m, acc, Workload("bf16", "bf16", 1000, 500, open_loop=kind), 1, 1, None, cal),
+                             in_flight) * 1e3 for kind in (True, False)}
+        lines.append(f"  llama-3.2-3b l40s 1000/500 {qps:g} qps over {replicas} replicas ({in_flight} in flight each): "
+                     f"measured {ttft_ms:.1f} ms, modelled {got[True]:.1f} ms ({error_pct(got[True], ttft_ms):+.1f}%); "
+                     f"as a closed loop {got[False]:.1f} ms")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, default=DATA)
@@ -180,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     for sec, (n, med, worst) in s.items():
         print(f"{sec:8} {n:>5} {med:>12.1f}% {worst:>11.1f}%")
     print()
-    for line in metric_lines(results):
+    for line in metric_lines(results) + open_loop_lines(accs, models, cal):
         print(line)
     _, med, worst = s["overall"]
     ok = med <= TARGET_MEDIAN and worst <= TARGET_WORST
