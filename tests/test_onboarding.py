@@ -158,3 +158,14 @@ def test_estimate_gives_no_hours_for_a_run_that_does_not_fit(plan_cli):
     assert alone["fits"] is False and alone["hours"] is None and alone["accelerators_needed_for_memory"] == 2
     pair = json.loads(plan_cli(*args, "--count", "2").out)
     assert pair["fits"] is True and pair["hours"] > 0
+
+
+def test_estimate_open_loop_gives_a_rate_sized_jobs_ttft(plan_cli):
+    """plan estimate --open-loop: the TTFT a requests_per_s job is planned with (physics/ttft.py), far
+    below the closed loop's at 89 requests in flight (serving-benchmarks.md's open-loop rows: 73 ms)."""
+    args = ("estimate", "--model", "llama-3.2-3b", "--accelerator", "l40s", "--input-tokens", "1000",
+            "--output-tokens", "500", "--batch", "89", "--format", "json")
+    closed, opened = (json.loads(plan_cli(*args, *extra).out) for extra in ((), ("--open-loop",)))
+    assert opened["ttft_ms"] < 100 < 400 < closed["ttft_ms"]
+    assert "arriving one by one at a rate" in opened["ttft_convention"]
+    assert opened["tpot_ms"] == closed["tpot_ms"]

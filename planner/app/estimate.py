@@ -48,6 +48,8 @@ class EstimateRequest:
     max_ttft_s: float | None = None
     """First-token limit the cross-system prefill half is sized for (none: utilisation RHO_MAX)."""
     sequence_tokens: int | None = None
+    open_loop: bool = False
+    """Requests arrive at a rate (data.jobs.Workload.open_loop): TTFT as a requests_per_s job's."""
     """Training sequence length (finetune, pretrain); None: the scenario's default for the stage."""
 
 
@@ -131,7 +133,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",
                                   "--layout", "use --layout tp, or an MoE model")])
     wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens,
-                          attention_dp=req.layout == "ep-dp")
+                          attention_dp=req.layout == "ep-dp", open_loop=req.open_loop)
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
                                      engine=req.engine)
@@ -174,9 +176,12 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     if m.is_moe:
         out["layout"] = (f"ep-dp: expert parallelism EP{tp} with data-parallel attention (KV split by sequence)"
                          if wl.attention_dp and tp > 1 else "tp: tensor-parallel attention and experts")
-    out["ttft_convention"] = (f"ttft_ms: mean time to first token in a closed loop of {batch} concurrent "
+    out["ttft_convention"] = (f"ttft_ms: mean time to first token with {batch} requests in flight per replica, "
+                              "arriving one by one at a rate (an M/D/1 wait for the prompts ahead at the prefill)"
+                              if req.open_loop else
+                              f"ttft_ms: mean time to first token in a closed loop of {batch} concurrent "
                               "requests per replica (chunked prefill; waits behind other prompts and decode "
-                              "steps included); ttft_ms_alone: one prompt on an idle replica")
+                              "steps included)") + "; ttft_ms_alone: one prompt on an idle replica"
     out["tokens_per_s"] = round(est.tokens_per_s * replicas, 4)
     if req.decode_accelerator is not None:
         out.update(estimate_cross.run(req, cat, m, wl))

@@ -207,6 +207,9 @@ def estimate_cmd(
     max_ttft_s: Optional[float] = typer.Option(None, "--max-ttft-s", min=0.001,
                                                help="first-token limit the prefill half is sized for "
                                                     "(with --decode-accelerator)"),
+    open_loop: bool = typer.Option(False, "--open-loop", help="requests arrive at a rate, one by one (a job given "
+                                                              "as requests_per_s), not as a closed loop of --batch "
+                                                              "clients: TTFT waits for the prompts ahead, not a wave"),
     fmt: EstimateFormat = typer.Option(EstimateFormat.table, "--format", "-f", help="table or json"),
     catalog: Optional[List[Path]] = CatalogOpt,
 ):
@@ -216,7 +219,7 @@ def estimate_cmd(
     req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
                           batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
                           disaggregated or decode_accelerator is not None, decode_accelerator, decode_tp, max_ttft_s,
-                          sequence_tokens)
+                          sequence_tokens, open_loop)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
     if fmt == EstimateFormat.json:
         typer.echo(tables.to_json(result), nl=False)
