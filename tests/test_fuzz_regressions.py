@@ -224,3 +224,26 @@ budget: {usd_per_year: 18100.0, mode: max-coverage}
     tune = next(j for j in json.loads(res.out)["jobs"] if j["name"] == "tune-2")
     shares = [p["share_of_runs"] for p in tune["placements"]]
     assert shares and all(0 < s < 1e-3 for s in shares), shares
+
+
+def test_an_rl_trainer_that_misses_its_day_is_diagnosed_with_its_own_keys(plan_cli, tmp_path):
+    """fuzz seed 321 case 0: an RL trainer no allowed system trains within its hours_per_day. The
+    diagnosis suggested raising jobs.<rl>.max_hours_per_run, a key RL jobs do not have (exit 1, an
+    AttributeError); it now raises hours_per_day while a day's training fits in 24 h, else lowers
+    train_tokens_per_day, and names no more accelerators than a system that cannot scale out holds."""
+    body = ("name: rl\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
+            "jobs: [{name: grpo, stage: rl, model: llama-3.1-8b, method: lora, rollout_tokens_per_s: 200,"
+            " rollout_context_tokens: 4096, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: %g,"
+            " hours_per_day: %g}]\n")
+    relaxed = {}
+    for tokens, hours in ((2e13, 2), (1e14, 12)):
+        path = tmp_path / "s.yaml"
+        path.write_text(body % (tokens, hours))
+        res = plan_cli(path, "--format", "json", "--quiet")
+        assert res.code == 3, res.err
+        (relax,) = json.loads(res.out)["relax"]
+        relaxed[hours] = relax
+    assert relaxed[2]["constraint"] == "jobs.grpo.hours_per_day" and 2 < relaxed[2]["suggested"] <= 24
+    lower = relaxed[12]
+    assert lower["constraint"] == "jobs.grpo.train_tokens_per_day" and lower["suggested"] < 1e14
+    assert lower["message"].startswith("lower jobs.grpo.train_tokens_per_day to at most")

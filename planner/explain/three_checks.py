@@ -337,7 +337,9 @@ def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
         system = cat.systems[sid]
         acc = cat.accelerators[system.accelerator]
         need = training.accelerators_min(m, acc, method, seq, rank)
-        for n in options.BATCH_COUNTS:
+        for n in options.batch_counts(system):  # (one system only where it does not scale out)
+            if n > system.accelerators and not options.scales_out(system):
+                break
             if need and n >= need and options.replica_slots(n, system) is not None:
                 est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
                                     scaleout_gbps=system.scaleout_gbps)
@@ -348,12 +350,23 @@ def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
     *_, acc, sid, n, hours = best
     if hours <= d.max_hours_per_run:
         return None
+    said = (f"no accelerator finishes a run of '{job.name}' ({m.id}, {method}) within {d.max_hours_per_run:,g} h: "
+            f"the fastest is {n:,}x {acc} ({sid}) at {hours:,.1f} h per run")
+    if job.stage == "rl":  # (its run is a day's training, within hours_per_day: no more than 24 h)
+        if hours <= 24:
+            key, new = "hours_per_day", math.ceil(hours * 10) / 10
+        else:
+            key, new = "train_tokens_per_day", math.floor(tokens * d.max_hours_per_run / hours)
+        field = f"jobs.{job.name}.{key}"
+        message = (f"raise {field} to at least {new:,g}" if key == "hours_per_day" else
+                   f"lower {field} to at most {new:,g} (a day's training within hours_per_day, "
+                   f"{d.max_hours_per_run:g} h)")
+        return said, {"family": "target", "constraint": field, "current": getattr(job, key), "suggested": new,
+                      "message": message}
     field = f"jobs.{job.name}." + ("max_days" if job.stage == "pretrain" else "max_hours_per_run")
     new = math.ceil(hours / 24 * 10) / 10 if job.stage == "pretrain" else math.ceil(hours * 10) / 10
-    return (f"no accelerator finishes a run of '{job.name}' ({m.id}, {method}) within {d.max_hours_per_run:,g} h: "
-            f"the fastest is {n:,}x {acc} ({sid}) at {hours:,.1f} h per run",
-            {"family": "target", "constraint": field, "current": getattr(job, field.rsplit('.', 1)[1]),
-             "suggested": new, "message": f"raise {field} to at least {new:,g}"})
+    return (said, {"family": "target", "constraint": field, "current": getattr(job, field.rsplit('.', 1)[1]),
+                   "suggested": new, "message": f"raise {field} to at least {new:,g}"})
 
 
 def closest_miss(d, s, cat, opts) -> tuple[str, dict] | None:
