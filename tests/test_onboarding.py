@@ -169,3 +169,15 @@ def test_estimate_open_loop_gives_a_rate_sized_jobs_ttft(plan_cli):
     assert opened["ttft_ms"] < 100 < 400 < closed["ttft_ms"]
     assert "arriving one by one at a rate" in opened["ttft_convention"]
     assert opened["tpot_ms"] == closed["tpot_ms"]
+
+
+def test_estimate_context_tokens_reserves_a_serve_jobs_kv(plan_cli):
+    """--context-tokens holds a serve job's context_tokens of KV per sequence, as the plan does: bank's
+    70B at FP8 with 8k context on one H200 holds 50 users at 20 tok/s (its plan's TP1 replicas), not
+    the 90 that 1,536 tokens a sequence would allow."""
+    args = ("estimate", "--model", "llama-3.1-70b", "--accelerator", "h200-sxm", "--count", "2", "--precision",
+            "fp8", "--input-tokens", "1024", "--output-tokens", "512", "--min-tokens-per-s-per-user", "20",
+            "--format", "json")
+    short, held = (json.loads(plan_cli(*args, *extra).out) for extra in ((), ("--context-tokens", "8192")))
+    assert held["batch"] < short["batch"] and held["kv_gb"] > short["kv_gb"]
+    assert held["batch"] == 50

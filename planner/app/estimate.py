@@ -50,6 +50,8 @@ class EstimateRequest:
     sequence_tokens: int | None = None
     open_loop: bool = False
     """Requests arrive at a rate (data.jobs.Workload.open_loop): TTFT as a requests_per_s job's."""
+    context_tokens: int | None = None
+    """KV held per sequence, as a serve job's context_tokens (None: input + output tokens)."""
     """Training sequence length (finetune, pretrain); None: the scenario's default for the stage."""
 
 
@@ -132,7 +134,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     if req.layout == "ep-dp" and not m.is_moe:
         raise InputError([Problem(f"--layout ep-dp needs a mixture-of-experts model; {m.id} is dense",
                                   "--layout", "use --layout tp, or an MoE model")])
-    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens,
+    wl = serving.Workload(req.precision, kv, req.input_tokens, req.output_tokens, req.context_tokens,
                           attention_dp=req.layout == "ep-dp", open_loop=req.open_loop)
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,

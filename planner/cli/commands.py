@@ -207,6 +207,9 @@ def estimate_cmd(
     max_ttft_s: Optional[float] = typer.Option(None, "--max-ttft-s", min=0.001,
                                                help="first-token limit the prefill half is sized for "
                                                     "(with --decode-accelerator)"),
+    context_tokens: Optional[int] = typer.Option(None, "--context-tokens", min=1, max=10_000_000,
+                                                 help="KV cache held per sequence, tokens, as a serve job's "
+                                                      "context_tokens (default: input + output tokens)"),
     open_loop: bool = typer.Option(False, "--open-loop", help="requests arrive at a rate, one by one (a job given "
                                                               "as requests_per_s), not as a closed loop of --batch "
                                                               "clients: TTFT waits for the prompts ahead, not a wave"),
@@ -219,7 +222,7 @@ def estimate_cmd(
     req = EstimateRequest(model, accelerator, count, precision, kv_precision, input_tokens, output_tokens,
                           batch, max_throughput, min_tps, tp, pp, stage, method, tokens, engine, layout,
                           disaggregated or decode_accelerator is not None, decode_accelerator, decode_tp, max_ttft_s,
-                          sequence_tokens, open_loop)
+                          sequence_tokens, open_loop, context_tokens)
     result = run_estimate(req, tuple(str(c) for c in catalog or ()))
     if fmt == EstimateFormat.json:
         typer.echo(tables.to_json(result), nl=False)
