@@ -84,7 +84,6 @@ def test_table_shows_the_split(plan_cli):
     (("--accelerator", "h100-sxm", "--decode-accelerator", "h200-sxmm"), "--decode-accelerator",
      "unknown accelerator 'h200-sxmm'"),
     (("--accelerator", "h100-sxm", "--decode-tp", "2"), "--decode-tp", "add --decode-accelerator"),
-    (("--accelerator", "h100-sxm", "--max-ttft-s", "2"), "--max-ttft-s", "add --decode-accelerator"),
     (("--accelerator", "h100-sxm", "--decode-accelerator", "h200-sxm", "--count", "8", "--decode-tp", "16"),
      "--decode-tp", "exceeds h200-sxm-x8's scale-up domain of 8"),
     (("--accelerator", "h100-sxm", "--decode-accelerator", "h200-sxm", "--max-throughput"), "--decode-accelerator",
@@ -102,3 +101,14 @@ def test_without_decode_accelerator_the_one_system_split_is_unchanged(plan_cli):
               "--input-tokens", "3000", "--output-tokens", "150", "--min-tokens-per-s-per-user", "30",
               "--disaggregated")
     assert "disaggregated_gain" in out and "disaggregated_prefill_system" not in out
+
+
+def test_max_ttft_alone_sizes_an_aggregated_replicas_batch(plan_cli):
+    """--max-ttft-s without --decode-accelerator (it was exit 2 then) sizes the batch of one aggregated
+    replica: the most sequences whose loaded TTFT is within it."""
+    import json
+
+    args = ("estimate", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--precision", "fp8",
+            "--input-tokens", "1200", "--output-tokens", "300", "--min-tokens-per-s-per-user", "30", "--format", "json")
+    free, held = (json.loads(plan_cli(*args, *extra).out) for extra in ((), ("--max-ttft-s", "0.3")))
+    assert held["ttft_ms"] <= 300 < free["ttft_ms"] and 1 <= held["batch"] < free["batch"]

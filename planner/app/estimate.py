@@ -113,10 +113,9 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     problems = _check(req, cat)
     if req.decode_accelerator is not None:
         problems += estimate_cross.check(req, cat)
-    for flag, value in (("--decode-tp", req.decode_tp), ("--max-ttft-s", req.max_ttft_s)):
-        if value is not None and req.decode_accelerator is None:
-            problems.append(Problem(f"{flag} sizes the split across two accelerators", flag,
-                                    "add --decode-accelerator, or drop " + flag))
+    if req.decode_tp is not None and req.decode_accelerator is None:
+        problems.append(Problem("--decode-tp sizes the split across two accelerators", "--decode-tp",
+                                "add --decode-accelerator, or drop --decode-tp"))
     if problems:
         raise InputError(problems)
     m, acc = cat.models[req.model], cat.accelerators[req.accelerator]
@@ -138,7 +137,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
                           attention_dp=req.layout == "ep-dp", open_loop=req.open_loop)
     if req.max_throughput and req.tp is None and req.pp is None:
         est = serving.max_throughput(m, acc, wl, req.count, acc.scaleup_domain, req.min_tokens_per_s_per_user,
-                                     engine=req.engine)
+                                     engine=req.engine, max_ttft_s=req.max_ttft_s)
         if est is None and req.min_tokens_per_s_per_user is not None and \
                 serving.smallest_fit(m, acc, wl, acc.scaleup_domain, req.count) is not None:
             return {**base, **_not_fitting(m, acc, wl, req.count), "reason": (
@@ -159,9 +158,10 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     replicas = max(1, req.count // (tp * pp))
     if req.batch is not None:
         batch = req.batch
-    elif req.min_tokens_per_s_per_user is not None or req.max_throughput:  # (--max-throughput at a given split:
-        # the largest batch it holds, as the search over splits takes for each)
-        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user, engine=req.engine)
+    elif req.min_tokens_per_s_per_user is not None or req.max_throughput or req.max_ttft_s is not None:
+        # (--max-throughput at a given split: the largest batch it holds, as the search over splits takes for each)
+        batch, _ = serving.largest_batch(m, acc, wl, tp, pp, req.min_tokens_per_s_per_user, req.max_ttft_s,
+                                         engine=req.engine)
         batch = max(batch, 1)
     else:
         batch = 1  # one stream: the latency a single user sees; max_batch_memory says how many fit

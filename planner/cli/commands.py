@@ -205,8 +205,8 @@ def estimate_cmd(
     decode_tp: Optional[int] = typer.Option(None, "--decode-tp", min=1, help="the decode half's TP "
                                                                              "(with --decode-accelerator)"),
     max_ttft_s: Optional[float] = typer.Option(None, "--max-ttft-s", min=0.001,
-                                               help="first-token limit the prefill half is sized for "
-                                                    "(with --decode-accelerator)"),
+                                               help="first-token limit: the batch (or, with --decode-accelerator, "
+                                                    "the prefill half) is sized for it"),
     context_tokens: Optional[int] = typer.Option(None, "--context-tokens", min=1, max=10_000_000,
                                                  help="KV cache held per sequence, tokens, as a serve job's "
                                                       "context_tokens (default: input + output tokens)"),

@@ -179,15 +179,17 @@ def parallel_splits(count: int, domain: int, layers: int) -> list[tuple[int, int
 
 def max_throughput(m: Model, acc: Accelerator, wl: Workload, count: int, domain: int | None = None,
                    min_tokens_per_s_per_user: float | None = None, link: Link | None = None,
-                   cal: Calibration | None = None, engine: str | None = None) -> ServeEstimate | None:
+                   cal: Calibration | None = None, engine: str | None = None,
+                   max_ttft_s: float | None = None) -> ServeEstimate | None:
     """The split of `count` accelerators into replicas x TP x PP, and the batch, that maximise
-    total output tokens/s (as a throughput-tuned engine would). None if nothing fits."""
+    total output tokens/s (as a throughput-tuned engine would), within the per-user speed and the
+    TTFT limit when given. None if nothing fits."""
     cal = cal or default()
     domain = domain or acc.scaleup_domain
     best: tuple[float, ServeEstimate] | None = None
     for tp, pp in parallel_splits(count, max(domain, 1), m.layers):
         replicas = count // (tp * pp)
-        batch, _ = largest_batch(m, acc, wl, tp, pp, min_tokens_per_s_per_user, None, link, cal, engine)
+        batch, _ = largest_batch(m, acc, wl, tp, pp, min_tokens_per_s_per_user, max_ttft_s, link, cal, engine)
         if batch < 1:
             continue
         est = estimate(m, acc, wl, tp, pp, batch, link, cal, engine)
