@@ -139,14 +139,14 @@ def cost_line(plan: dict) -> str:
     if plan.get("years"):
         cash = plan["cash_total_usd"]
         annuitised = plan.get("annuitised_total_usd", plan["total_cost_usd_per_year"] * n)
-        npv = "" if plan.get("npv_usd") is None else f"; NPV {usd(plan['npv_usd'])}"
-        counted = [f"crediting the resale at the end ({usd(plan['salvage_usd'])})" if plan.get("salvage_usd") else "",
-                   f"counting the reservations owed after it ({usd(plan['committed_after_horizon_usd'])})"
-                   if plan.get("committed_after_horizon_usd") else ""]  # (neither is in the cash)
-        counted = [c for c in counted if c]
-        return (f"cash {usd(cash)} over {years(n)} ({usd(cash / n)} a year on average); "
-                f"annuitised {usd(plan['total_cost_usd_per_year'])} per year ({usd(annuitised)} over {years(n)})"
-                + (npv + (", " + " and ".join(counted) if counted else "") if npv else ""))
+        text = (f"cash {usd(cash)} over {years(n)} ({usd(cash / n)} a year on average); "
+                f"annuitised {usd(plan['total_cost_usd_per_year'])} per year ({usd(annuitised)} over {years(n)})")
+        if plan.get("npv_usd") is None:
+            return text
+        counted = [f"{what} ({usd(plan[key])})" for what, key in (  # (neither is in the cash)
+            ("crediting the resale at the end", "salvage_usd"),
+            ("counting the reservations owed after it", "committed_after_horizon_usd")) if plan.get(key)]
+        return text + f"; NPV {usd(plan['npv_usd'])}" + (", " + " and ".join(counted) if counted else "")
     return f"{usd(plan['total_cost_usd_per_year'])} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
 
 

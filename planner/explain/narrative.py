@@ -35,16 +35,22 @@ def _fleet_words(fm, res) -> str:
         "with the systems you reserve" if "buy" not in held else "with the systems you own and reserve")
 
 
-def _words_for(fm, res, dk: str, held: str) -> str:
-    """_fleet_words for demand dk's price: where the plan rents every system dk runs on by the hour,
-    the extra unit is rented too, whatever the fleet owns (the price is that rent, not the owned
-    fleet's spare hours)."""
-    used = {oid for store in (fm.y, fm.x) for (d, _, oid, t), v in store.items()
-            if d == dk and t == fm.last and res.values.get(v.name, 0.0) > 1e-6}
-    used |= {oid for (d, oid, t), v in fm.r.items() if d == dk and t == fm.last and res.values.get(v.name, 0.0) > 1e-6}
-    if used and all(fm.offer(oid).acquisition in ("on-demand", "spot") for oid in used):
-        return "renting by the hour, as the plan does for it"
-    return held
+RENTED_WORDS = "renting by the hour, as the plan does for it"
+"""how a demand's price reads where the plan rents every system it runs on by the hour: the extra
+unit is rented too, whatever the fleet owns (the price is that rent, not owned spare hours)"""
+
+
+def _rented_only(fm, res) -> set[str]:
+    """The demands whose every placement of the last year is on an hourly rental (on-demand, spot)."""
+    used: dict[str, set] = {}
+    for store in (fm.y, fm.x):
+        for (d, _, oid, t), v in store.items():
+            if t == fm.last and res.values.get(v.name, 0.0) > 1e-6:
+                used.setdefault(d, set()).add(oid)
+    for (d, oid, t), v in fm.r.items():
+        if t == fm.last and res.values.get(v.name, 0.0) > 1e-6:
+            used.setdefault(d, set()).add(oid)
+    return {d for d, oids in used.items() if all(fm.offer(o).acquisition in ("on-demand", "spot") for o in oids)}
 
 
 def _held(fm, res, dk: str) -> float:
@@ -70,7 +76,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
     the unserved shares) as planned, so no penalty weight of the coverage objective enters it."""
     jobs = {j.name: j for j in s.jobs}
     rows = []
-    held = _fleet_words(fm, res)
+    held, rented = _fleet_words(fm, res), _rented_only(fm, res)
     when = f" in year {fm.last}" if fm.npv else ""
     for dk, d in sorted(fm.options.demands.items()):
         job = jobs[d.job]
@@ -90,7 +96,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
             cost = (f"costs nothing more until its planned replicas fill (they hold {holds:,.0f}, {room:,} more than "
                     f"the {need:,} needed); past that, {price}/yr" if room >= 1 and sr else f"costs {price}/yr")
-            msg = (f"one more {what} on '{part}'{when} {cost} {_words_for(fm, res, dk, held)} (busy power, tokens or "
+            msg = (f"one more {what} on '{part}'{when} {cost} {RENTED_WORDS if dk in rented else held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
@@ -102,7 +108,7 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             unit = "USD per extra training day" if rl else "USD per extra run"
             what = "training day" if rl else "run"
             msg = (f"one more {what} of '{dk}'{when} costs {'-' if sr is None else usd(sr, 2)} "
-                   f"{_words_for(fm, res, dk, held)} ({need:g} a year planned).{tail + what + '.' if tail else ''}"
+                   f"{RENTED_WORDS if dk in rented else held} ({need:g} a year planned).{tail + what + '.' if tail else ''}"
                    f"{_by_year(short, dk)}")
             field = "train_tokens_per_day" if rl else "runs_per_year"  # (an RL job's trainer runs once a day)
             rows.append(row("demand", f"jobs.{job.name}.{field}", short.tight.get(dk, False), sr, unit,
