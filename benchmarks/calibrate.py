@@ -1,11 +1,13 @@
 """Fit the performance model's few global factors to benchmarks/calibration_data.csv.
 
-    python benchmarks/calibrate.py [--dry-run] [--sweeps N] [--warm-start]
+    python benchmarks/calibrate.py [--dry-run] [--sweeps N] [--warm-start] [--training | --expert-parallel]
 
 Fits the factors of planner.physics.calibration.Calibration that the data can identify:
 eta_bw, layer_overhead_us, token_overhead_us, allreduce_latency_us, link_efficiency, decode_mfu,
 prefill_mfu, prefill_queue_fraction (prompt chunks beside decodes), admission_us_per_prompt_token (closed-loop TTFT) and the per-engine step-overhead factors
-overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no public rows). max_batch keeps its engine default (the data do not constrain it), the training factors (train_act_bytes, train_tp_exposed, train_fp4_efficiency) on the MLPerf
+overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no public rows), and
+then ep_efficiency alone on the rows served with expert parallelism (layout ep-dp; --expert-parallel
+refits only it). max_batch keeps its engine default (the data do not constrain it), the training factors (train_act_bytes, train_tp_exposed, train_fp4_efficiency) on the MLPerf
 Training speed ratios of benchmarks/training_ratios.py and train_mfu on one published absolute
 training rate (ANCHOR; --training refits only these), and
 mem_util / reserve_gb keep the engines' documented defaults. There is no per-model,
@@ -221,21 +223,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training", action="store_true",
                     help="refit only the training factors (TRAIN_BOUNDS, train_mfu) from the current "
                          "calibration.json; the serving factors stay as they are")
+    ap.add_argument("--expert-parallel", action="store_true",
+                    help="refit only ep_efficiency on the ep-dp rows from the current calibration.json")
     args = ap.parse_args(argv)
     if args.training:
         return main_training(args.dry_run)
     all_rows = fid.load_rows(args.csv)
     rows = [r for r in all_rows if r["fit"]]
     accs, models = fid.load_tables()
+    if args.expert_parallel:
+        cal = fit_ep_efficiency(Calibration.load(), rows, accs, models)
+        report("after ", cal, rows, accs, models)
+        if not args.dry_run:
+            cal.save(PATH)
+            print(f"wrote {PATH}")
+        return 0
     start = Calibration.load() if args.warm_start else Calibration()
     report("before", start, rows, accs, models)
-    cal = fit(start, rows, accs, models, args.sweeps)
+    cal = fit(start, [r for r in rows if not expert_parallel(r)], accs, models, args.sweeps)
     try:
         shown = args.csv.resolve().relative_to(ROOT)
     except ValueError:
         shown = args.csv
     cal = cal.with_(**{n: round(getattr(cal, n), 4) for n, _, _ in BOUNDS if n not in INTEGER},
                     fitted_on=f"{dt.date.today().isoformat()} on {shown} ({len(rows)} rows)")
+    cal = fit_ep_efficiency(cal, rows, accs, models)
     if len(rows) < len(all_rows):
         print(f"left out (fit = 0): {', '.join(r['id'] for r in all_rows if not r['fit'])}")
     report("after ", cal, rows, accs, models)
@@ -246,6 +258,25 @@ def main(argv: list[str] | None = None) -> int:
         cal.save(PATH)
         print(f"wrote {PATH}")
     return 0
+
+
+def expert_parallel(r: dict) -> bool:
+    """A row served with expert parallelism and data-parallel attention (its layout, ep-dp)."""
+    return r.get("layout") == "ep-dp"
+
+
+def fit_ep_efficiency(cal: Calibration, rows, accs, models, log=print) -> Calibration:
+    """ep_efficiency alone, on the ep-dp rows, every other factor as it is: no other row depends
+    on it, and three rows cannot move factors that 270 others fit (golden search in log space)."""
+    ep = [r for r in rows if expert_parallel(r)]
+    if not ep:
+        return cal
+    x, fx = golden(lambda v: objective(_with(cal, "ep_efficiency", v), ep, accs, models),
+                   math.log(0.1), math.log(1.0), iters=40)
+    log(f"ep_efficiency {cal.ep_efficiency:.4g} -> {math.exp(x):.4g} on {len(ep)} ep-dp rows (objective {fx:.5f})")
+    base = cal.fitted_on.split("; ep_efficiency")[0]
+    return cal.with_(ep_efficiency=round(math.exp(x), 4),
+                     fitted_on=f"{base}; ep_efficiency {dt.date.today().isoformat()} on its {len(ep)} ep-dp rows")
 
 
 def fit_expert_exposure(cal: Calibration, accs, models) -> Calibration:

@@ -14,6 +14,11 @@ How each metric is predicted (planner.physics.serving, with the row's own TP and
                        step with the prompts of the *other* clients arriving in chunks (a request's
                        own prefill is its TTFT, not part of its ITL), with the row's engine.
   tokens_per_s_batch1  1 / the same at batch 1 (single stream: no prefill mixes in).
+  tokens_per_s         replicas x estimate(batch = concurrency / replicas).tokens_per_s: the group's
+                       output tokens/s with that many clients in a closed loop (trtllm-bench's
+                       "Total Output Throughput" at --concurrency).
+A row's layout (column `layout`) is tp (tensor parallel, the default) or ep-dp (an MoE with expert
+parallelism and data-parallel attention: TRT-LLM enable_attention_dp, physics.moe).
   ttft_ms              serving.ttft_s at batch = concurrency: the closed-loop mean TTFT (admission
                        behind the other clients' prompts, interleaved decode steps, waiting for a
                        slot above the cap); concurrency 1 is one prompt on an idle replica.
@@ -51,6 +56,7 @@ def load_rows(path: Path = DATA) -> list[dict]:
         r["measured"] = float(r["measured"])
         r["fit"] = r.get("fit", "1").strip() != "0"
         r["engine"] = (r.get("engine") or "").strip() or None
+        r["layout"] = (r.get("layout") or "").strip() or "tp"
         rows.append(r)
     return rows
 
@@ -68,13 +74,20 @@ def predict(row: dict, accs: dict, models: dict, cal: Calibration | None = None)
     m, acc = models[row["model"]], accs[row["accelerator"]]
     tp, pp, engine = row["tp"], row["pp"], row.get("engine")
     wl = serving.Workload(precision=row["precision"], kv_precision=row["kv_precision"],
-                          input_tokens=row["input_tokens"], output_tokens=row["output_tokens"])
+                          input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
+                          attention_dp=row.get("layout") == "ep-dp")
     metric = row["metric"]
     if metric == "tokens_per_s_max":
         batch, _ = serving.largest_batch(m, acc, wl, tp, pp, cal=cal, engine=engine)
         if batch < 1:
             return None
         replicas = row["count"] // (tp * pp)
+        return serving.estimate(m, acc, wl, tp, pp, batch, cal=cal, engine=engine).tokens_per_s * replicas
+    if metric == "tokens_per_s":
+        replicas = row["count"] // (tp * pp)
+        batch = -(-(row["concurrency"] or 1) // replicas)
+        if batch > serving.max_batch_by_memory(m, acc, wl, tp, pp, cal):
+            return None
         return serving.estimate(m, acc, wl, tp, pp, batch, cal=cal, engine=engine).tokens_per_s * replicas
     batch = row["concurrency"] or 1
     cap = min(serving.max_batch_by_memory(m, acc, wl, tp, pp, cal), cal.max_batch)

@@ -272,10 +272,12 @@ def test_a_replica_capped_by_its_first_token_limit_says_so_not_bandwidth():
     and its sentence name the first-token limit (they said 'bandwidth binds' while 21.7 tok/s met 20)."""
     plan = shipped_plan("choose-go.yaml")[1]
     (job,) = [j for j in plan["jobs"] if j["name"] == "moe-1t-serving"]
-    assert {p["binding"] for p in job["placements"]} == {"ttft"}
-    for p, why in zip(job["placements"], job["why"]):
+    capped = [(p, why) for p, why in zip(job["placements"], job["why"]) if p["binding"] == "ttft"]
+    assert capped
+    for p, why in capped:
         assert p["ttft_s"] == pytest.approx(5.0, abs=0.02) and p["tokens_per_s_per_user"] > 20
-        assert "the first-token limit binds (time to first token under load) at 201 users per replica" in why
+        assert (f"the first-token limit binds (time to first token under load) at {p['users_per_replica']} users "
+                "per replica") in why and "bandwidth binds" not in why
 
 
 def test_a_speed_just_below_its_target_is_shown_below_it():

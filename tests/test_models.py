@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from planner.data.catalog import _read_rows, _validate_rows
-from planner.physics import arch
+from planner.physics import arch, flops
 
 MODELS_YAML = Path(__file__).resolve().parent.parent / "catalog" / "models.yaml"
 
@@ -184,10 +184,10 @@ def test_sliding_window_kv(models):
 
 def test_flops(models):
     m = models["llama-3.1-70b"]
-    assert arch.flops_per_token(m) == 2 * arch.param_counts(m)["active_matmul"]
+    assert flops.flops_per_token(m) == 2 * arch.param_counts(m)["active_matmul"]
     # 2 * 2 * L * context * n_q * d_head for GQA.
-    assert arch.attention_flops_per_token(m, 1000) == 2 * 2 * 80 * 1000 * 64 * 128
+    assert flops.attention_flops_per_token(m, 1000) == 2 * 2 * 80 * 1000 * 64 * 128
     ds = models["deepseek-v3"]
-    assert arch.flops_per_token(ds) == pytest.approx(2 * 36.6e9, rel=0.02)
+    assert flops.flops_per_token(ds) == pytest.approx(2 * 36.6e9, rel=0.02)
     oss = models["gpt-oss-120b"]
-    assert arch.attention_flops_per_token(oss, 100_000) < 0.51 * 2 * 2 * 36 * 100_000 * 64 * 64
+    assert flops.attention_flops_per_token(oss, 100_000) < 0.51 * 2 * 2 * 36 * 100_000 * 64 * 64

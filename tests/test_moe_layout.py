@@ -67,10 +67,16 @@ def test_dense_models_and_one_rank_keep_tensor_parallel_figures():
 
 
 def test_options_pick_ep_with_attention_dp_for_deepseek_and_say_so():
+    """At a throughput-minded 10 tok/s per user the expert-parallel layout serves the most users on
+    8 B200 (TensorRT-LLM's DeepSeek-R1 max-throughput recipe is TP8 EP8 with attention DP); at 20
+    tok/s it is tensor parallelism (its min-latency recipe), since an EP step reaches only
+    ep_efficiency of its roofline (calibration.json, fitted on those max-throughput runs)."""
     cat = load_catalog()
     system = next(s for s in cat.systems.values() if s.accelerator == "b200" and s.accelerators == 8)
     w = serving.Workload("fp4", "fp8", 2000, 1000)
-    opts, _ = build.serve_configs(R1, B200, system, w, 20.0, None, "d")
+    fast, _ = build.serve_configs(R1, B200, system, w, 20.0, None, "d")
+    assert fast and not any(o.basis_note.startswith(build.LAYOUT_NOTE) for o in fast)
+    opts, _ = build.serve_configs(R1, B200, system, w, 10.0, None, "d")
     eight = [o for o in opts if o.tp == 8]
     assert eight and all(o.basis_note.startswith(build.LAYOUT_NOTE) for o in eight)
     dense, _ = build.serve_configs(MODELS["llama-3.1-70b"], B200, system, w, 20.0, None, "d")

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.data.catalog import Model, _read_rows, _validate_rows
-from planner.physics import arch, serving, training
+from planner.physics import arch, flops, serving, training
 from planner.physics.calibration import Calibration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,8 +85,8 @@ def test_batch1_decode_is_bandwidth_bound():
 def test_long_prefill_is_compute_bound():
     m, acc, cal = MODELS["llama-3.1-70b"], ACCS["h200-sxm"], Calibration.load()
     s = 8192
-    flops = s * (arch.flops_per_token(m) + arch.attention_flops_per_token(m, s / 2))
-    t_flops = flops / (cal.prefill_mfu * serving.achievable_flops(acc, "fp8"))
+    work = s * (flops.flops_per_token(m) + flops.attention_flops_per_token(m, s / 2))
+    t_flops = work / (cal.prefill_mfu * flops.achievable(acc, "fp8"))
     t_read = arch.weight_bytes(m, "fp8") / (acc.mem_bw_tbps * 1e12 * cal.eta_bw)
     assert t_flops > 20 * t_read
     ttft = serving.ttft_s(m, acc, wl("fp8", isl=s), tp=1, pp=1, cal=cal)

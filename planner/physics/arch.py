@@ -78,7 +78,7 @@ def kv_bytes_per_element(kv_precision: str) -> float:
 
 # ----------------------------------------------------------------------------- parameter counts
 
-def _mla_dims(m: Model) -> tuple[int, int, int, int, int | None]:
+def mla_dims(m: Model) -> tuple[int, int, int, int, int | None]:
     if None in (m.kv_lora_rank, m.rope_head_dim, m.qk_nope_head_dim, m.v_head_dim):
         raise ValueError(f"model '{m.id}' uses MLA but lacks kv_lora_rank, rope_head_dim, "
                          "qk_nope_head_dim or v_head_dim")
@@ -97,7 +97,7 @@ def attention_params_per_layer(m: Model) -> int:
     """
     h, n_q = m.hidden_size, m.attention_heads
     if m.attention == "mla":
-        kv_lora, rope, nope, v, q_lora = _mla_dims(m)
+        kv_lora, rope, nope, v, q_lora = mla_dims(m)
         q = h * q_lora + q_lora * n_q * (nope + rope) if q_lora else h * n_q * (nope + rope)
         return q + h * (kv_lora + rope) + kv_lora * n_q * (nope + v) + n_q * v * h
     d, n_kv = m.head_dim, m.kv_heads
@@ -238,7 +238,7 @@ def _tp_extra_copies(m: Model, tp: int) -> int:
         return 0
     h = m.hidden_size
     if m.attention == "mla":
-        kv_lora, rope, _, _, q_lora = _mla_dims(m)
+        kv_lora, rope, _, _, q_lora = mla_dims(m)
         per_layer = h * (kv_lora + rope) + (h * q_lora if q_lora else 0)
         attn_extra = m.layers * per_layer * (tp - 1)
     else:
@@ -305,12 +305,12 @@ def kv_elements_per_token_per_layer(m: Model) -> int:
     """KV-cache elements one token stores in one layer: GQA/MHA 2*n_kv*d (a key and a value per
     KV head); MLA kv_lora_rank + rope_head_dim (the compressed latent plus the shared rope key)."""
     if m.attention == "mla":
-        kv_lora, rope, _, _, _ = _mla_dims(m)
+        kv_lora, rope, _, _, _ = mla_dims(m)
         return kv_lora + rope
     return 2 * m.kv_heads * m.head_dim
 
 
-def _layer_counts(m: Model) -> tuple[int, int]:
+def layer_counts(m: Model) -> tuple[int, int]:
     """(full-attention layers, sliding-window layers); no window means every layer is full."""
     sliding = min(m.sliding_window_layers, m.layers) if m.sliding_window else 0
     return m.layers - sliding, sliding
@@ -323,7 +323,7 @@ def kv_bytes_for_sequence(m: Model, kv_precision: str, tokens: int) -> float:
     e = kv_elements_per_token_per_layer."""
     if tokens < 0:
         raise ValueError("tokens must be non-negative")
-    full, sliding = _layer_counts(m)
+    full, sliding = layer_counts(m)
     stored = full * tokens + sliding * min(tokens, m.sliding_window or tokens)
     return kv_elements_per_token_per_layer(m) * kv_bytes_per_element(kv_precision) * stored
 
@@ -366,32 +366,3 @@ def kv_bytes_per_token_per_rank(m: Model, kv_precision: str, tp: int = 1,
     if tp < 1:
         raise ValueError("tp must be at least 1")
     return whole * math.ceil(m.kv_heads / tp) / m.kv_heads
-
-
-# ----------------------------------------------------------------------------- FLOPs
-
-@per_row
-def flops_per_token(m: Model) -> float:
-    """Forward matmul FLOPs per token without the attention-score term: 2 * active_matmul
-    (a multiply and an add per weight touched; the input-embedding lookup does no matmul).
-    Training is about 3x this (forward + backward)."""
-    return 2.0 * param_counts(m)["active_matmul"]
-
-
-def attention_flops_per_token(m: Model, context: int) -> float:
-    """Forward FLOPs of the attention scores and weighted values for one new token attending to
-    `context` tokens: sum over layers of 2 * n_q * (d_qk + d_v) * ctx_l, where ctx_l =
-    min(context, window) on sliding-window layers and context elsewhere.
-    GQA/MHA d_qk = d_v = d, so this is 2 * 2 * L * context * n_q * d (QK^T and AV).
-    MLA in its plain (non-absorbed) form: d_qk = nope + rope, d_v = v_head_dim.
-    For a whole causal prefill of s tokens, sum over positions (about s/2 average context)."""
-    if context < 0:
-        raise ValueError("context must be non-negative")
-    if m.attention == "mla":
-        _, rope, nope, v, _ = _mla_dims(m)
-        d_qk, d_v = nope + rope, v
-    else:
-        d_qk = d_v = m.head_dim
-    full, sliding = _layer_counts(m)
-    ctx_tokens = full * context + sliding * min(context, m.sliding_window or context)
-    return 2.0 * m.attention_heads * (d_qk + d_v) * ctx_tokens

@@ -72,6 +72,13 @@ class Calibration:
     the steady state of a closed loop of B clients (planner.physics.step.clump_tokens, the chunk
     size behind TPOT): 0 = one prompt per chunk, 1/2 = half the loop's prompts together. Fitted
     on the TPOT and throughput rows (the loaded-TTFT rows fit admission_us_per_prompt_token)."""
+    ep_efficiency: float = 1.0
+    """Share of its modelled step (roofline, all-to-all, overheads: physics.step, physics.moe) that an
+    MoE served with expert parallelism and data-parallel attention reaches: the slowest rank sets
+    every step (attention and experts unevenly loaded), and grouped expert GEMMs of a few dozen
+    tokens each run below the roofline. Fitted alone (benchmarks/calibrate.py fit_ep_efficiency) on
+    the ep-dp rows of benchmarks/calibration_data.csv, TensorRT-LLM's DeepSeek-R1 max-throughput
+    runs on 8 B200 and 8 H200, with every other factor as the other rows fit it."""
     overhead_vllm: float = 1.0
     """vLLM's fixed step cost over the base (TensorRT-LLM) layer_overhead_us; fitted on the vLLM rows."""
     overhead_sglang: float = 1.0

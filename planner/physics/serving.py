@@ -23,7 +23,6 @@ from planner.physics.step import (  # noqa: F401  (re-exported for callers of se
     GB,
     Link,
     gib,
-    achievable_flops,
     kv_per_seq_per_acc,
     max_batch_by_memory,
     mem_bytes_per_acc,

@@ -13,8 +13,12 @@ reserve, and give a fraction of what is left to the KV cache (TRT-LLM kv_cache_f
 One step of one pipeline stage, for d decode tokens and p prompt tokens in its micro-batch:
     t_mem     = (weights read at d + d x KV bytes at the average context) / (TP x PP x eta_bw x BW)
                 (the last stage also reads the whole lm head)
-    t_decode  = (2 N_active + attention) x d / (TP x PP x decode_mfu x achievable peak)
-    t_prompt  = p x prefill FLOPs per token / (TP x PP x prefill_mfu x achievable peak)
+    t_decode  = (2 N_active / achievable peak + attention / achievable attention peak) x d
+                / (TP x PP x decode_mfu)
+                (attention: at the average context, MLA in its absorbed form; its peak is the KV
+                cache's format's, FP8 or BF16: attention_precision)
+    t_prompt  = p x (2 N_active / peak + attention at half the prompt / attention peak)
+                / (TP x PP x prefill_mfu)
     t_comm    = 2 x layers/PP x (all-reduce latency + 2 (TP-1)/TP x (d + p) x hidden x 2 B / link)
     t_fixed   = layers/PP x (per-layer overhead x engine factor + (d + p) x token overhead)
     t_stage   = max(t_mem, t_decode + t_prompt) + t_comm + t_fixed
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
 from planner.data.jobs import Workload  # noqa: F401  (the request shape the physics reads)
-from planner.physics import arch, engines, moe
+from planner.physics import arch, engines, flops, moe
 from planner.physics.calibration import Calibration, default
 
 GB = 1e9
@@ -58,16 +62,6 @@ class Link:
     @classmethod
     def of(cls, acc: Accelerator) -> "Link":
         return cls(acc.scaleup_kind, acc.scaleup_gbps)
-
-
-DEFAULT_MAMF = 0.75
-"""Measured best matmul / dense peak where the catalog has no measurement (median of C6)."""
-
-
-def achievable_flops(acc: Accelerator, precision: str) -> float:
-    """Dense peak FLOP/s for the format `precision` computes in on this chip, times the chip's
-    measured matmul efficiency (catalog mamf_bf16_fraction): what a perfect kernel reaches."""
-    return acc.peak_tflops(precision) * 1e12 * (acc.mamf_bf16_fraction or DEFAULT_MAMF)
 
 
 def dp_layout(m: Model, wl: Workload, tp: int) -> bool:
@@ -214,11 +208,13 @@ class Replica:
         self.kv_seq = arch.kv_bytes_for_sequence(m, wl.kv_precision, int(wl.avg_context))
         self.kv_copies = 1.0 if dp else tp / arch.kv_shards(m, tp)
         self.mem_den = group * bw
-        peak = achievable_flops(acc, wl.precision)
-        self.decode_num = uneven * (arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.avg_context))
-        self.decode_den = group * cal.decode_mfu * peak
-        self.prefill_tok = arch.flops_per_token(m) + arch.attention_flops_per_token(m, wl.input_tokens / 2)
-        self.prompt_den = group * cal.prefill_mfu * peak
+        peak, attn_peak = flops.achievable(acc, wl.precision), flops.achievable(acc, flops.attention_precision(wl))
+        self.decode_s_per_token = uneven * (flops.flops_per_token(m) / peak + flops.decode_attention_flops_per_token(
+            m, wl.avg_context) / attn_peak) / (group * cal.decode_mfu)
+        routed = flops.routed_expert_flops_per_token(m) if dp else 0.0
+        self.prompt_s_per_token = ((flops.flops_per_token(m) - routed) / peak + flops.attention_flops_per_token(
+            m, wl.input_tokens / 2) / attn_peak) / (group * cal.prefill_mfu)
+        self.prompt_expert_s_per_token = routed / peak / (group * cal.prefill_mfu)
         self.layers = layers = stage_layers(m, pp)
         self.wire_den = cal.link_efficiency * link.gbps * GB
         if not dp and tp > 1:
@@ -249,8 +245,9 @@ class Replica:
         if read is None:
             read = self.weight_read(tokens_in)
         t_mem = (read + d * self.kv_seq * self.kv_copies * self.uneven) / self.mem_den
-        t_decode = self.decode_num * d / self.decode_den
-        t_prompt = self.uneven * prompt * self.prefill_tok / self.prompt_den
+        t_decode = self.decode_s_per_token * d
+        busiest = moe.slowest_rank_prompt(prompt, self.wl, self.tp, self.chunk_total) * self.tp if self.dp else prompt
+        t_prompt = self.uneven * (busiest * self.prompt_s_per_token + prompt * self.prompt_expert_s_per_token)
         tokens = d + prompt
         t_comm = 0.0
         if self.dp:
@@ -262,6 +259,9 @@ class Replica:
         if self.pp > 1:  # the send to the next stage
             t_comm += P2P_LATENCY_US * 1e-6 + tokens * self.m.hidden_size * ACTIVATION_BYTES / self.wire_den
         t_fixed = self.layers * (self.overhead + tokens * self.token_s)
+        if self.dp:  # an expert-parallel group reaches ep_efficiency of this (Calibration.ep_efficiency)
+            t_mem, t_decode, t_prompt, t_comm, t_fixed = (t / self.cal.ep_efficiency
+                                                          for t in (t_mem, t_decode, t_prompt, t_comm, t_fixed))
         if self.eng.prefill_first and t_decode > 0 and t_prompt > 0:
             return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode) + t_prompt + t_comm + t_fixed
         return t_mem, t_decode, t_prompt, t_comm, t_fixed, max(t_mem, t_decode + t_prompt) + t_comm + t_fixed

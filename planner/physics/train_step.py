@@ -9,7 +9,7 @@ scale-out efficiency of physics.training):
            + k/2 x attention FLOPs at a mean context of seq/2 / (train_mfu x achievable(attn))
       k = 6 for full training and pretraining (forward 2, backward 4), 4 for LoRA/QLoRA (frozen
       weights get no weight gradient); achievable = dense peak x the chip's measured matmul
-      efficiency (physics.step.achievable_flops). Attention runs in FP8 when the matmuls run in
+      efficiency (physics.flops.achievable). Attention runs in FP8 when the matmuls run in
       FP8 or FP4 (NVFP4 recipes keep attention in FP8: MLPerf Training v5.1 NVIDIA
       config_common_fp4.sh, NVTE_DPA_FP8_RECIPE), otherwise in BF16.
       q(fp4) = calibration train_fp4_efficiency: the share of the FP4 peak an NVFP4 training
@@ -43,9 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.data.catalog import Accelerator, Model
-from planner.physics import arch
+from planner.physics import arch, flops
 from planner.physics.calibration import Calibration
-from planner.physics.step import achievable_flops
 
 GIB = 2**30
 GB = 1e9
@@ -140,8 +139,8 @@ def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precisi
     # an accelerator without an FP4 peak runs an FP4 job's matmuls in FP8 (Accelerator.peak_tflops)
     quality = cal.train_fp4_efficiency if precision == "fp4" and acc.fp4_tflops else 1.0
     attn_prec = "fp8" if precision in ("fp4", "fp8") else "bf16"
-    matmul = (k * arch.flops_per_token(m) / (cal.train_mfu * achievable_flops(acc, precision) * quality)
-              + k * arch.attention_flops_per_token(m, seq / 2) / (cal.train_mfu * achievable_flops(acc, attn_prec)))
+    matmul = (k * flops.flops_per_token(m) / (cal.train_mfu * flops.achievable(acc, precision) * quality)
+              + k * flops.attention_flops_per_token(m, seq / 2) / (cal.train_mfu * flops.achievable(acc, attn_prec)))
     tp = tensor_parallel(m, acc, method, seq, cal, count)
     memory = m.layers * cal.train_act_bytes * m.hidden_size / tp / (cal.eta_bw * acc.mem_bw_tbps * 1e12)
     per_collective = 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
