@@ -70,7 +70,7 @@ def test_why_not_covers_every_catalog_accelerator(name):
     assert len(rows) == len(catalog - used)
     for r in rows:
         assert ALTERNATIVE_FIELDS <= set(r)
-        assert r["status"] in ("infeasible", "costlier") and r["reason"]
+        assert r["status"] in ("infeasible", "costlier", "serves-less") and r["reason"]
         if r["status"] == "infeasible":
             assert r["cost_delta_usd_per_year"] is None
         elif r["cost_delta_usd_per_year"] is None:
@@ -303,3 +303,16 @@ def test_a_long_prompts_first_token_limit_tries_more_pipeline_stages():
     found, _ = options.serve_configs(m, acc, system, wl, 20, 0.3, "s")
     assert found and all(o.ttft_s <= 0.3 and o.tokens_per_s_per_user >= 20 for o in found)
     assert min(o.pp for o in found) > 2
+
+
+def test_why_not_table_and_reason_show_the_same_dollars(plan_cli):
+    """The table's +$/year and the reason's '+$N' are one number (bank.yaml's a100-80gb read 34,548
+    beside '+$34,547 or more': a bound rounded down in the text, rounded in the table)."""
+    import re
+
+    out = plan_cli(SCENARIOS / "bank.yaml", "--format", "markdown").out
+    rows = [ln for ln in out.splitlines() if re.match(r"^\| [a-z0-9-]+ \| costlier \| [\d,]+ \|", ln)]
+    assert len(rows) >= 3
+    for ln in rows:
+        column = re.match(r"^\| \S+ \| costlier \| ([\d,]+) \|", ln).group(1)
+        assert f"(+${column}" in ln, ln

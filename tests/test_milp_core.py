@@ -362,3 +362,37 @@ def test_a_pool_replica_nothing_loads_is_trimmed_with_its_rented_system():
     assert again.objective == pytest.approx(res.objective, abs=0.05)  # (the objective's cent per system)
     assert {k: round(v) for k, v in again.values.items()} == {k: round(v) for k, v in res.values.items()}
     assert verify(read_plan(s, fm, again), s, cat).ok
+
+
+def test_a_budget_plans_why_not_says_serves_less_not_costlier():
+    """A budget-capped (max-coverage) plan's alternatives that cost less because they serve less are
+    'serves-less', never 'costlier' at a negative extra cost (the new-user review: '+-$7.36k'), and the
+    HTML's extra-cost chart leaves them out."""
+    from planner.cli.html import whynot_chart
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    s = s.model_copy(update={"budget": s.budget.model_copy(update={"mode": "max-coverage", "usd_per_year": 60000})})
+    plan = make_plan(s, explain="full")
+    less = [a for a in plan["alternatives"] if a["status"] == "serves-less"]
+    assert less and all(a["unserved_jobs"] and "unserved" in a["reason"] for a in less)
+    assert not [a for a in plan["alternatives"] if a["status"] == "costlier" and (a["cost_delta_usd_per_year"] or 0) < 0]
+    assert all(a["accelerator"] not in whynot_chart(plan) for a in less)
+
+
+def test_a_plan_leaving_demand_unserved_says_so_at_the_top(plan_cli, tmp_path):
+    """Exit 0 and 'optimal' while users go unserved (max-coverage): a script had to walk every job
+    (the new-user review). The plan carries demand_met false, its headline says the demand is not
+    fully met, and the verifier refuses a plan whose flag disagrees with its jobs."""
+    from planner.data.consistency import resolve
+    from planner.verify.plan import verify
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    s = s.model_copy(update={"budget": s.budget.model_copy(update={"mode": "max-coverage", "usd_per_year": 60000})})
+    plan = make_plan(s, explain="none")
+    assert plan["demand_met"] is False and plan["jobs"][0]["unserved"]
+    from planner.cli.render import headline
+    assert "demand not fully met" in headline(plan)
+    assert verify(plan, s, resolve(s)).ok
+    assert not verify({**plan, "demand_met": True}, s, resolve(s)).ok
+    full = make_plan(load_scenario(SCENARIOS / "bank.yaml"), explain="none")
+    assert full["demand_met"] is True and "demand not fully met" not in headline(full)

@@ -72,10 +72,13 @@ def test_schema_cli_prints_the_plan_schema(plan_cli):
     assert r.code == 0, r.err
     schema = json.loads(r.out)
     assert schema == json.loads(json.dumps(plan_json_schema()))
-    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(schema["properties"])
-    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(schema["required"])
+    assert schema["anyOf"] == [{"$ref": "#/$defs/Plan"}, {"$ref": "#/$defs/Infeasible"}]
+    plan = schema["$defs"]["Plan"]
+    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(plan["properties"])
+    assert {"total_cost_usd_per_year", "fleet", "jobs", "solver"} <= set(plan["required"])
     assert schema["$defs"]["SolverStatus"]["enum"] == ["optimal", "feasible"]
-    assert "USD per year" in schema["properties"]["total_cost_usd_per_year"]["description"]
+    assert "USD per year" in plan["properties"]["total_cost_usd_per_year"]["description"]
+    assert set(schema["$defs"]["Infeasible"]["required"]) == {"status", "scenario", "diagnosis", "relax"}
     scenario = plan_cli("schema")
     assert scenario.code == 0 and "jobs" in json.loads(scenario.out)["properties"]
     assert "total_cost_usd_per_year" not in json.loads(scenario.out)["properties"]
@@ -122,3 +125,32 @@ def test_the_pipeline_reports_a_broken_contract_as_a_bug(monkeypatch):
     text = str(exc.value)
     assert "gpus" in text and "This is a bug in the planner" in text and "\n" in text
     assert len(text.splitlines()) == 2
+
+
+def test_the_infeasible_json_is_in_the_published_schema(plan_cli):
+    """Exit 3's JSON (status infeasible, the diagnosis and what to relax) is one of the two shapes
+    `plan schema --plan` publishes (the new-user review: a CI job validating the output failed on
+    exactly the infeasible case), and no plan: it has no fleet."""
+    from pydantic import TypeAdapter
+
+    from planner.data.plan import Infeasible, validate_infeasible
+
+    r = plan_cli(SCENARIOS / "over-budget.yaml", "--format", "json")
+    assert r.code == 3
+    d = json.loads(r.out)
+    got = validate_infeasible(d)
+    assert got.status == "infeasible" and got.relax[0].constraint == "budget.usd_per_year"
+    assert isinstance(TypeAdapter(Plan | Infeasible).validate_python(d), Infeasible)
+    assert isinstance(TypeAdapter(Plan | Infeasible).validate_python(planned("bank.yaml")), Plan)
+
+
+@pytest.mark.parametrize("fmt,mark", [("markdown", "| budget.usd_per_year | 60,000 | 135,671 |"),
+                                      ("html", "<td>budget.usd_per_year</td>"), ("table", "raise budget.usd_per_year")])
+def test_an_infeasible_scenario_writes_its_diagnosis_in_every_format(plan_cli, tmp_path, fmt, mark):
+    """-o with Markdown or HTML on a scenario with no plan wrote nothing and said nothing (the new-user
+    review); it writes the diagnosis, what to relax and by how much, as JSON always did. Exit 3."""
+    out = tmp_path / f"report.{fmt}"
+    r = plan_cli(SCENARIOS / "over-budget.yaml", "--format", fmt, "-o", out)
+    assert r.code == 3 and "infeasible" in r.err
+    text = out.read_text()
+    assert "No plan for over-budget.yaml: infeasible" in text and mark in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import planned_json
+from conftest import planned_json, shipped_plan
 
 SCENARIO = """\
 name: wording
@@ -52,3 +52,20 @@ def test_a_token_price_says_it_counts_the_peak_load_all_day_unless_active_fracti
               for extra in ("", ", active_fraction: 0.3")]
     assert "tokens counted at the peak load for all 24 h a day" in checks[0] and "active_fraction" in checks[0]
     assert "peak load" not in checks[1]
+
+
+def test_an_api_served_jobs_unit_cost_says_token_prices_not_capital(tmp_path, plan_cli):
+    """A job on a hosted API printed 'capital, power and hosting included' (the new-user review); it
+    says the API's token prices, and no peak-load caveat (an API's price per token does not move
+    with the load); a rented job says rental prices; a bought one keeps its capital."""
+    from conftest import planned_json
+
+    text = ("name: support\nsite: {ownership: cloud}\npolicy: {acquisition: [api], stacks: [cuda]}\n"
+            "jobs:\n  - {name: chatbot, stage: serve, model: llama-3.3-70b, precision: fp8, concurrent_users: 150,"
+            " input_tokens: 800, output_tokens: 250, max_tpot_ms: 40, max_ttft_s: 1.5}\n")
+    plan = planned_json(plan_cli, tmp_path / "api.yaml", text)
+    (job,) = plan["jobs"]
+    assert job.get("api") and not job["placements"], job
+    assert job["checks"]["unit_cost"].endswith("per concurrent user-year at the API's token prices")
+    bank = shipped_plan("bank.yaml")[1]["jobs"][0]["checks"]["unit_cost"]
+    assert "capital, power and hosting included" in bank

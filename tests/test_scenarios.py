@@ -273,3 +273,19 @@ def test_validate_summarises_what_the_plan_will_use(plan_cli, tmp_path):
     assert "PUE" not in res.out
     assert "budget: $900,000 cost per year; year 2: $100,000 capex" in res.out
     assert "trends: 1 (h100-sxm: price decline per year 0.2)" in res.out
+
+
+def test_a_job_with_request_sizes_and_no_context_holds_one_request(tmp_path):
+    """input 12,000 + output 400 without context_tokens was refused against the 4,096 default ('raise
+    context_tokens'), though the README says the KV holds input + output unless the job sets a context
+    (the new-user review): the default is one request's tokens where that is more than 4,096."""
+    from planner.data.scenario import load_scenario
+
+    p = tmp_path / "rag.yaml"
+    p.write_text("name: t\nsite: {kind: datacenter}\njobs:\n"
+                 "  - {name: rag, stage: serve, model: llama-3.1-8b, input_tokens: 12000, output_tokens: 400, "
+                 "concurrent_users: 20}\n  - {name: chat, stage: serve, model: llama-3.1-8b, input_tokens: 1000, "
+                 "output_tokens: 200, concurrent_users: 20}\n")
+    rag, chat = load_scenario(p).jobs
+    assert rag.context_tokens == 12_400 and chat.context_tokens == 4096
+    assert "context_tokens" not in rag.model_fields_set

@@ -135,3 +135,15 @@ def test_compare_totals_a_one_year_and_a_multi_year_plan_of_the_same_fleet_alike
     assert a["npv_usd"] is None and b["npv_usd"] is not None  # one of each kind
     assert a["annuitised_total_usd"] == pytest.approx(b["annuitised_total_usd"], rel=1e-6, abs=0.02)  # (cents)
     assert "$ over horizon (annuitised)" in plan_cli("compare", single, years).out
+
+
+def test_the_sweep_fleet_names_the_provider_where_a_system_repeats():
+    """'2x b200-x1 on-demand, 1x b200-x1 on-demand' read as a fault of the plan (the new-user review):
+    two rows of one system and acquisition name their providers."""
+    from planner.app.sweep import fleet_text
+
+    fleet = [{"systems": 2, "system": "b200-x1", "acquisition": "on-demand", "provider": "runpod"},
+             {"systems": 1, "system": "b200-x1", "acquisition": "on-demand", "provider": "akash"},
+             {"systems": 1, "system": "gh200-x1", "acquisition": "on-demand", "provider": "lambda"}]
+    assert fleet_text(fleet) == ("2x b200-x1 (on-demand, runpod), 1x b200-x1 (on-demand, akash), "
+                                 "1x gh200-x1 on-demand")

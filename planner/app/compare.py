@@ -42,7 +42,7 @@ def compare_plans(a: Path, b: Path, catalog_paths: tuple[str, ...] = (), time_li
 
 COMPARE_ROWS = [("status", "status"), ("horizon (years)", "horizon_years"), ("$/year", "total_cost_usd_per_year"),
                 ("$ over horizon (annuitised)", "annuitised_total_usd"), ("NPV $", "npv_usd"),
-                ("cash $ (multi-year)", "cash_total_usd"), ("$/Mtok", "usd_per_million_tokens")]
+                ("cash $ (multi-year)", "cash_total_usd"), ("$/M output tokens (serving)", "usd_per_million_tokens")]
 """the rows of `plan compare`; the horizon's total is the annuitised view's in both kinds of plan
 (a one-year plan's $/year x years, a multi-year plan's annuitised_total_usd), so that the two add up
 the same costs: a multi-year plan's total_cost_usd_over_horizon is its cash, which leaves out the

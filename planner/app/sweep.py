@@ -306,7 +306,11 @@ def summarise(plan: dict) -> dict:
 
 
 def fleet_text(fleet: list[dict]) -> str:
-    return ", ".join(fleet_item(f, brackets=False) for f in fleet) or "-"
+    """The fleet in words, the provider named where two rows share a system and acquisition ('2x
+    b200-x1 on-demand, 1x b200-x1 on-demand' read as a fault of the plan: the new-user review)."""
+    kinds = [(f["system"], f["acquisition"]) for f in fleet]
+    twice = [kinds.count(k) > 1 for k in kinds]
+    return ", ".join(fleet_item(f, provider=two, brackets=two) for f, two in zip(fleet, twice)) or "-"
 
 
 def unmet_text(unserved: dict) -> str:
@@ -324,7 +328,7 @@ def rows(entries: list[dict]) -> list[dict]:
         out.append({"#": e["variant"], **{k: v for k, v in e["settings"].items()}, "status": s["status"],
                     "$/year": s.get("total_cost_usd_per_year"), "NPV $": s.get("npv_usd"),
                     "fleet": fleet_text(s.get("fleet", [])), "unmet": unmet_text(s.get("unserved", {})),
-                    "$/Mtok": s.get("usd_per_million_tokens"), "problem": problem_text(s)})
+                    "$/M out": s.get("usd_per_million_tokens"), "problem": problem_text(s)})
     return out
 
 
@@ -341,7 +345,7 @@ def columns(entries: list[dict]) -> list[str]:
     cols = ["#", *entries[0]["settings"], "status", "$/year"]
     if any(e["summary"].get("npv_usd") is not None for e in entries):
         cols.append("NPV $")
-    cols += ["fleet", "unmet", "$/Mtok"]
+    cols += ["fleet", "unmet", "$/M out"]
     return cols + ["problem"] if any(e["summary"]["status"] in FAILED for e in entries) else cols
 
 

@@ -46,6 +46,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 .decision{background:#ebf8ff;border-left:4px solid #2b6cb0;padding:10px 14px;margin:12px 0;font-size:15px}
 .warn{background:#fffaf0;border-left:4px solid #dd6b20;padding:8px 14px 8px 28px;margin:8px 0}
 .status-optimal{color:#276749;font-weight:600}.status-feasible{color:#b7791f;font-weight:600}
+.status-infeasible{color:#c53030;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;align-items:flex-start;gap:18px 28px;margin:8px 0}
 .charts figure{margin:0;padding:10px;border:1px solid #e2e8f0;border-radius:6px;background:#fff}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
@@ -81,6 +82,18 @@ def _page(title: str, body: list[str]) -> str:
             + "\n".join(body) + "\n</body></html>\n")
 
 
+def infeasible_html(title: str, diagnosis: str, rows: list[dict], columns: list[str]) -> str:
+    """The page for a scenario with no plan: its diagnosis and what to relax, by how much."""
+    lead, *items = diagnosis.split("\n  - ")
+    body = [f"<h1>{_e(title)}</h1>", f'<p class="headline"><span class="status-infeasible">infeasible</span> '
+            f"&middot; {_e(lead)}</p>"]
+    if items:
+        body.append("<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>")
+    if rows:
+        body += ["<h2>What to relax</h2>", _table(rows, columns)]
+    return _page(title, body)
+
+
 # --- charts of a plan ----------------------------------------------------------------------------------
 
 def breakdown_chart(plan: dict) -> str:
@@ -110,7 +123,8 @@ def years_chart(plan: dict) -> str:
 
 
 def whynot_chart(plan: dict) -> str:
-    alts = [a for a in plan.get("alternatives") or [] if a.get("cost_delta_usd_per_year") is not None]
+    alts = [a for a in plan.get("alternatives") or []
+            if a.get("cost_delta_usd_per_year") is not None and a["status"] == "costlier"]
     if not alts:
         return ""
     alts.sort(key=lambda a: (a["cost_delta_usd_per_year"], a["accelerator"]))
@@ -118,14 +132,16 @@ def whynot_chart(plan: dict) -> str:
     more = f"; {len(alts) - 15} more in the table" if len(alts) > 15 else ""
     return svg.hbar(items, "Why not: extra cost per year of the cheapest plan using each accelerator",
                     width=700, fmt=lambda v: "+" + svg.money(v),
-                    note="accelerators that cannot run the jobs are listed in the table below" + more)
+                    note="accelerators that cannot run the jobs, or serve less of them, are listed in the table "
+                         "below" + more)
 
 
 # --- the plan ------------------------------------------------------------------------------------------
 
 def plan_html(plan: dict) -> str:
     body = [f"<h1>Hardware plan: {_e(plan['scenario'])}</h1>",
-            f'<p class="headline"><span class="status-{_e(plan["status"])}">{_e(status_text(plan))}</span> '
+            f'<p class="headline"><span class="status-{_e(plan["status"] if plan.get("demand_met", True) else "feasible")}">'
+            f'{_e(status_text(plan))}</span> '
             f"&middot; {_e(cost_line(plan))}</p>"]
     if plan.get("summary"):
         body.append(f'<div class="decision">{_e(plan["summary"])}</div>')

@@ -5,6 +5,8 @@ Pure functions from plain data (dicts and lists) to strings; no solver, no typer
 
 from __future__ import annotations
 
+import math
+
 from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
 from planner.data.money import unit_cost_text, usd
@@ -114,7 +116,7 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
         lines.append("")
     if plan.get("alternatives") is not None:
         title = "Why not the other accelerators"
-        rows = [{**a, "cost_delta_usd_per_year": float(round(a["cost_delta_usd_per_year"]))}  # (whole dollars, as the text)
+        rows = [{**a, "cost_delta_usd_per_year": _whole_dollars(a)}  # (whole dollars, as the text writes them)
                 if a.get("cost_delta_usd_per_year") is not None else a for a in plan["alternatives"]]
         lines += ([f"## {title}", "", markdown_table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
                   if markdown else [title, table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS, width)])
@@ -153,10 +155,11 @@ def cost_line(plan: dict) -> str:
 def status_text(plan: dict) -> str:
     """The plan's status, with its gap when it is not proven optimal: a report passed on without the
     command's warnings still says how far from the cheapest plan it may be."""
+    unmet = "" if plan.get("demand_met", True) else " (demand not fully met: see unserved)"
     if plan["status"] != "feasible":
-        return plan["status"]
+        return plan["status"] + unmet
     gap = plan["solver"].get("gap")
-    return "feasible, not proven optimal (" + (f"gap up to {gap:.2%})" if gap is not None else "gap unknown)")
+    return "feasible, not proven optimal (" + (f"gap up to {gap:.2%})" if gap is not None else "gap unknown)") + unmet
 
 
 def headline(plan: dict) -> str:
@@ -243,3 +246,11 @@ def _years_section(plan: dict, markdown: bool) -> list[str]:
     if not plan.get("years"):
         return []
     return [years_markdown(plan) if markdown else years_text(plan), ""]
+
+
+def _whole_dollars(alternative: dict) -> float:
+    """An alternative's extra cost in whole dollars as its reason writes it: an LP bound rounded
+    down (never above a plan: whynot.py), a re-planned cost rounded (the table said $34,548 beside
+    a reason's '+$34,547 or more')."""
+    delta = alternative["cost_delta_usd_per_year"]
+    return float(math.floor(delta) if alternative.get("basis") == "lp-bound" else round(delta))

@@ -55,10 +55,12 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
             plan = plan_file(req.scenario, req.catalog_paths, req.time_limit_s, explain=req.explain,
                              solver=req.solver, measurements=req.measurements, start=started())
     except InfeasibleError as exc:
+        found = {"status": "infeasible", "scenario": str(req.scenario), "diagnosis": exc.diagnosis.summary,
+                 "relax": exc.diagnosis.relaxations, **({"cut_short": [DIAGNOSIS_CUT]} if exc.diagnosis.cut_short else {})}
         if req.fmt == "json":
-            write(tables.to_json({"status": "infeasible", "scenario": str(req.scenario),
-                                  "diagnosis": exc.diagnosis.summary, "relax": exc.diagnosis.relaxations,
-                                  **({"cut_short": [DIAGNOSIS_CUT]} if exc.diagnosis.cut_short else {})}))
+            write(tables.to_json(found))
+        elif req.fmt in ("markdown", "html") or req.to_file:  # (on a terminal, stderr has the diagnosis)
+            write(render_infeasible(found, req.fmt))
         raise
     _warnings(plan)
     if not req.timings:  # wall time is the one thing that differs from run to run
@@ -82,6 +84,23 @@ def render(plan: dict, req: RunRequest) -> str:
     from planner.cli import render as report
 
     return report.plan_markdown(plan) if req.fmt == "markdown" else report.plan_text(plan, width)
+
+
+def render_infeasible(found: dict, fmt: str) -> str:
+    """The diagnosis of a scenario with no plan as a document in `fmt` (text, Markdown or HTML): what
+    to relax and by how much, one row per constraint, to pass on as a plan would be."""
+    rows = [{"constraint": r["constraint"], "current": r.get("current"), "suggested": r.get("suggested"),
+             "unit": r["unit"], "what to do": r["message"]} for r in found["relax"]]
+    columns = ["constraint", "current", "suggested", "unit", "what to do"]
+    title = f"No plan for {Path(found['scenario']).name}: infeasible"
+    if fmt == "html":
+        from planner.cli.html import infeasible_html
+
+        return infeasible_html(title, found["diagnosis"], rows, columns)
+    if fmt == "markdown":
+        return "\n".join([f"# {title}", "", found["diagnosis"].replace("\n  - ", "\n- "), "",
+                          tables.markdown_table(rows, columns), ""]) if rows else f"# {title}\n\n{found['diagnosis']}\n"
+    return f"{title}\n\n{found['diagnosis']}\n"
 
 
 def _warnings(plan: dict) -> None:

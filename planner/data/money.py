@@ -20,7 +20,8 @@ def hours_text(h: float) -> str:
 def unit_cost_text(uc: dict, headline_only: bool = False) -> str:
     """'$0.929 per million output tokens; $587 per concurrent user-year', from a unit_cost dict; a
     job whose headline unit is input tokens leads with '$0.066 per million input tokens or $0.264 per
-    million output (each the whole cost)': each is the job's whole cost over that stream (readout._unit_cost),
+    million output (either one is the whole cost; not to be added)': each is the job's whole cost over that
+    stream (readout._unit_cost),
     unlike an API's list prices, which add up. headline_only: the headline unit alone (--brief)."""
     parts = []
     if uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None and headline_only:
@@ -28,7 +29,8 @@ def unit_cost_text(uc: dict, headline_only: bool = False) -> str:
     elif uc.get("headline") == "input" and uc.get("usd_per_million_input_tokens") is not None:
         # a prefill-heavy job (RAG, summarising) is priced by what it reads first
         parts.append(f"{usd(uc['usd_per_million_input_tokens'], 3)} per million input tokens or "
-                     f"{usd(uc['usd_per_million_tokens'], 3)} per million output (each the whole cost)")
+                     f"{usd(uc['usd_per_million_tokens'], 3)} per million output (either one is the whole "
+                     "cost; not to be added)")
     elif uc.get("usd_per_million_tokens") is not None:
         parts.append(f"{usd(uc['usd_per_million_tokens'], 3)} per million output tokens")
     if uc.get("usd_per_user_per_year") is not None:

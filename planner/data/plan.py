@@ -36,7 +36,7 @@ from planner.data.plan_parts import (
 __all__ = [
     "Alternative", "Checks", "Explanation", "FleetItem", "JobPlan", "NextBest", "Placement", "Plan",
     "Purchase", "SolverInfo", "SolverStatus", "UnitCost", "Unserved", "Utilisation", "Views", "YearEntry",
-    "plan_json_schema", "validate_plan",
+    "Infeasible", "plan_json_schema", "validate_infeasible", "validate_plan",
 ]
 
 
@@ -133,6 +133,9 @@ class Plan(BaseModel):
         "NPV, not in the cash view (multi-year only)")
     salvage_usd: float = absent("USD of resale credited at the end of the horizon (multi-year only)")
     discount_rate: float = absent("yearly discount rate, a fraction (multi-year only)")
+    demand_met: bool = absent("false when some demand is left unserved (a max-coverage budget, an elastic plan): "
+                              "jobs[].unserved and, multi-year, years[].unserved say which and how much; the "
+                              "exit code is 0 all the same")
     fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "
                                                "costliest first")
     jobs: list[JobPlan] = Field(description="one entry per scenario job, in scenario order")
@@ -154,9 +157,46 @@ class Plan(BaseModel):
                                            "(single-period, explained plans)")
 
 
+class Relaxation(BaseModel):
+    """One thing to relax, and by how much, for an infeasible scenario to have a plan."""
+
+    model_config = ConfigDict(extra="allow")
+    family: str = Field(description="the constraint family: budget, power, demand, ...")
+    constraint: str = Field(description="the scenario key (or job part) to relax")
+    shortfall: float = Field(description="by how much it falls short, in `unit`")
+    unit: str = Field(description="the unit of shortfall, current and suggested")
+    message: str = Field(description="the same in words")
+    current: float | None = absent("the scenario's value")
+    suggested: float | None = absent("a value with which a plan exists")
+    year: int | None = absent("the plan year (multi-year scenarios)")
+
+
+class Infeasible(BaseModel):
+    """What `plan --format json` writes, exit 3, when no plan meets every constraint: the diagnosis
+    of the elastic model (planner.explain.diagnosis), never a plan."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["infeasible"]
+    scenario: str = Field(description="the scenario file planned")
+    diagnosis: str = Field(description="what to relax and by how much, in words")
+    relax: list[Relaxation] = Field(description="the same, one row per constraint to relax")
+    cut_short: list[str] = absent("the steps the command's time limit cut short")
+
+
 def plan_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the plan that `plan --format json` writes."""
-    return Plan.model_json_schema()
+    """The JSON Schema of what `plan --format json` writes: a plan (exit 0), or, exit 3, the
+    infeasible scenario's diagnosis (status "infeasible"): one of the two."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(Plan | Infeasible).json_schema()
+    schema["title"] = "plan --format json"
+    schema["description"] = plan_json_schema.__doc__.split(":", 1)[1].strip()
+    return schema
+
+
+def validate_infeasible(d: dict) -> Infeasible:
+    """The diagnosis JSON as Infeasible (pydantic.ValidationError naming the field that breaks it)."""
+    return Infeasible.model_validate(d)
 
 
 def validate_plan(d: dict) -> Plan:

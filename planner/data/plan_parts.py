@@ -238,8 +238,10 @@ class Alternative(Part):
     """Why not accelerator A: one row per catalog accelerator the plan does not use."""
 
     accelerator: str = Field(description="catalog accelerator id")
-    status: Literal["costlier", "infeasible"] = Field(description="costlier: a plan using it exists; "
-                                                                  "infeasible: none does")
+    status: Literal["costlier", "serves-less", "infeasible"] = Field(
+        description="costlier: a plan using it exists; serves-less: the best plan using it leaves more of "
+                    "the demand unserved than the plan (a budget-capped, max-coverage plan; unserved_jobs "
+                    "says which; its cost_delta may be negative); infeasible: none does")
     cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan (negative: "
                                                                  "less); null when not evaluated or infeasible")
     fleet: list[FleetItem] | None = Field(description="the cheapest fleet using it; null when none")

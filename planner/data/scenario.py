@@ -170,7 +170,9 @@ class ServeJob(JobBase):
     stage: Literal["serve"] = Field(description="serve: an LLM answering concurrent users")
     precision: ServePrecision = Field("bf16", description="weight precision: bf16, fp8, int8, int4 or fp4")
     kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8, else bf16")
-    context_tokens: int = Field(4096, ge=1, le=10_000_000, description="KV held per concurrent user")
+    context_tokens: int = Field(4096, ge=1, le=10_000_000, description=(
+        "KV held per concurrent user, tokens (a conversation's history); default 4,096, or one request's "
+        "input + output tokens where that is more"))
     input_tokens: Optional[int] = Field(None, ge=1, description="prompt tokens per request that are not "
                                        "already cached (default: an eighth of the context, "
                                        "a chat turn with some retrieved text)")
@@ -239,6 +241,10 @@ class ServeJob(JobBase):
             self.kv_precision = "fp8" if self.precision in ("fp8", "fp4") else "bf16"
         if self.input_tokens is None:
             self.input_tokens = max(1, self.context_tokens // 8)
+        elif "context_tokens" not in self.model_fields_set and self.input_tokens + self.output_tokens > self.context_tokens:
+            # sizes given, context not: the KV holds one request (a 12,000-token prompt was refused against
+            # the 4,096 default, and 6,000 were warned about at plan time only); the field stays unset
+            object.__setattr__(self, "context_tokens", self.input_tokens + self.output_tokens)
         if self.input_tokens + self.output_tokens > self.context_tokens * 2:
             raise ValueError(f"input_tokens + output_tokens ({self.input_tokens + self.output_tokens}) "
                              f"far exceed context_tokens ({self.context_tokens}); raise context_tokens")

@@ -197,10 +197,25 @@ def _layout(p: dict) -> str:
     return f"TP{p['tensor_parallel']} PP{p['pipeline_parallel']}"
 
 
+API_ONLY = " at the API's token prices"
+
+
+def _included(job: dict) -> str:
+    """What the unit cost holds, by how the job is served: its own systems' capital, power and hosting;
+    rentals' hourly prices; an API's token prices (which have no batch, capital, power or hosting)."""
+    kinds = {"api" if p["acquisition"] == "api" else "owned" if p["acquisition"] == "buy" else "rented"
+             for p in job["placements"]} | ({"api"} if job.get("api") else set())
+    words = {"owned": "capital, power and hosting", "rented": "the rental prices",
+             "api": "the API's token prices"}
+    held = " and ".join(words[k] for k in ("owned", "rented", "api") if k in kinds) or "its costs"
+    return API_ONLY if kinds == {"api"} else f" at the planned batch, {held} included"
+
+
 def _unit_cost(job: dict, spec) -> str:
-    text = (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + \
-        " at the planned batch, capital, power and hosting included"
-    if spec.stage == "serve" and spec.active_fraction == 1 and job["unit_cost"].get("usd_per_million_tokens"):
+    included = _included(job)
+    text = (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + included
+    if spec.stage == "serve" and spec.active_fraction == 1 and job["unit_cost"].get("usd_per_million_tokens") \
+            and included != API_ONLY:  # (an API's price per token does not change with the load)
         text += (f"; tokens counted at the peak load for all {spec.hours_per_day:g} h a day: where the average "
                  "load is lower, set active_fraction to its share of the peak (the cost per token rises as it falls)")
     return text

@@ -292,13 +292,14 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             lost = coverage_lost(plan, got)
             sign = f"+{_usd(delta)}" if delta >= 0 else f"{_usd(-delta)} less than the plan" + (
                 "" if lost else ", within the solver's gap or the plan's candidate pairs")
-            row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), fleet=got["fleet"], basis="milp",
+            row.update(status="serves-less" if lost else "costlier", cost_delta_usd_per_year=round(delta, 2),
+                       fleet=got["fleet"], basis="milp",
                        reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
                               f"({sign}{coverage_text(plan, lost)}): " + fleet_text(got["fleet"])
                               + cut_words(got),
                        **({"unserved_jobs": lost} if lost else {}))
         rows.append(row)
-    order = {"costlier": 0, "infeasible": 1}
+    order = {"costlier": 0, "serves-less": 1, "infeasible": 2}
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
                              r["cost_delta_usd_per_year"] or 0.0, r["accelerator"]))
     return rows

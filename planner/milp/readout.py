@@ -108,6 +108,7 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
         "total_cost_usd_per_year": r2(total),
         "horizon_years": s.horizon_years,
         "total_cost_usd_over_horizon": r2(total * s.horizon_years),
+        "demand_met": not any(j["unserved"] for j in jobs),
         "cost_breakdown_usd_per_year": {k: r2(sum(c * _val(res, v) for c, v in terms))
                                         for k, terms in sorted(fm.cost_terms.items())},
         "fleet": fleet,

@@ -75,6 +75,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "committed_after_horizon_usd": r2(_committed_after(ym, res, last)),
         "salvage_usd": r2(_sum(res, ym.resale.get(last, []))),
         "discount_rate": s.policy.discount_rate,
+        "demand_met": not any(y["unserved"] for y in years),
         "fleet": _fleet(ym, res, last, offer_cost),
         "jobs": jobs,
         **({"pools": pool_rows(ym, res.values, last)} if ym.yp else {}),

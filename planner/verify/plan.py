@@ -88,6 +88,10 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
             if on_api:  # users on a hosted API need no replicas
                 short = min(1.0, short + on_api / part.users + 1e-6)
             {"serve": check_serve, "batch": check_batch, "edge": check_edge}[part.kind](part, job, placed, short, s, cat, v, ledger)
+    if "demand_met" in plan:  # the top-level flag a script reads instead of every job's unserved
+        unmet = any(j.get("unserved") for j in plan["jobs"]) or any(y.get("unserved") for y in plan.get("years") or [])
+        v.check("plan", plan["demand_met"] is not unmet,
+                f"demand_met is {plan['demand_met']} while {'some' if unmet else 'no'} demand is left unserved")
     check_pools(plan, s, cat, v, ledger)
     hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
     check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v, cat)
