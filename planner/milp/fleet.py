@@ -50,7 +50,7 @@ from planner.data.catalog import Catalog
 from planner.data.errors import SolverError
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import complexity, covers, crossdisagg, owned, pooling, rows
+from planner.milp import complexity, covers, crossdisagg, owned, pooling, rows, turns
 from planner.milp.api import define_api_variables
 from planner.milp.model import FleetModel
 from planner.options import shortlist
@@ -160,21 +160,24 @@ def define_batch_variables(fm: FleetModel) -> None:
     """x[d,i,o,t] share of year t's runs; on owned offers a binary b places the run there (it must
     fit at once); on rentals each run pays systems x run hours x price x f(t) (spot: hours x
     SPOT_RESTART_OVERHEAD). b exists only where fitting at once is not implied: a run on one system
-    with no always-on serving beside it needs held >= 1, which x <= held(o,t) forces (rows.py; the
+    with no job it must fit beside (turns.py) needs held >= 1, which x <= held(o,t) forces (rows.py; the
     hours row alone forces it only above the solver's tolerance: a run of minutes on one offer left
     held(o,t) >= 1e-7, which CBC read as 0 systems: a plan placing work on an offer it held none of)."""
     site = fm.scenario.site
-    always_on = {oid for dk, pairs in fm.serve_pairs.items() if fm.options.demands[dk].hours_per_day >= 24
-                 for _, oid in pairs}
+    on = turns.serving_on(fm)
+    fm.turn_pairs = turns.pairs(fm)
+    paired = {(*run, oid) for a, b, oid in fm.turn_pairs for run in (a, b)}
     for dk, pairs in sorted(fm.batch_pairs.items()):
         for i, oid in pairs:
             opt, o = fm.options.batch[dk][i], fm.offer(oid)
             system = fm.system_of(oid)
+            placed = costs.is_owned(o) and (opt.accelerators > system.accelerators or (dk, i, oid) in paired
+                                            or bool(turns.beside(fm, dk, i, oid, on)))
             for t in _years_of(fm, oid):
                 runs = fm.demand_at(dk, t)
                 v = fm.var(fm.x, (dk, i, oid, t), "Continuous", 0, 1)
                 if costs.is_owned(o):
-                    if opt.accelerators > system.accelerators or oid in always_on:
+                    if placed:
                         fm.var(fm.b, (dk, i, oid, t), "Binary")
                     busy = costs.busy_usd_per_hour(o, system, site) / system.accelerators
                     fm.cost(t, "power", busy * opt.accelerators * opt.hours_per_run * runs, v, oid)

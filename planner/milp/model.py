@@ -59,6 +59,8 @@ class FleetModel(Registry):
     serve_pairs: dict = field(default_factory=dict)
     """demand -> [(option index, offer id)] the MILP instantiates (see shortlist.py)"""
     batch_pairs: dict = field(default_factory=dict)
+    turn_pairs: list = field(default_factory=list)
+    """runs of two jobs on one owned offer that must fit side by side (turns.pairs)"""
     pairs_pruned: int = 0
     keep_pairs: dict | None = None
     """demand -> pairs a shortlist must keep (prune.py: those the full model's LP relaxation uses)"""

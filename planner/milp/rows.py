@@ -7,10 +7,15 @@
                 job may run at once, beside the N+1 spare; TP groups stay inside one system)
   hours         owned o over the year: serving slots x hours + batch accelerators x hours x runs x
                 share <= 8760 acc_o held(o,t) (fine-tuning uses hours serving leaves idle)
-  batch-fit     a run placed on o fits at once beside the serving jobs that never pause (24 h/day):
-                acc_i b + sum_{24h} slots y <= acc_o held(o,t), x <= b. Part-day serving jobs are
-                assumed idle at the same hours (nights, weekends), so a run uses their slots then.
-                Without b (a run on one system, nothing always-on beside it): x <= held(o,t).
+  batch-fit     a run placed on o fits at once beside the serving jobs it may not take turns with
+                (turns.py: every always-on one; a part-day one when pausing for it would break the
+                run's deadline): acc_i b + sum slots y <= acc_o held(o,t), x <= b. Part-day serving
+                jobs are assumed idle at the same hours (nights, weekends), so a run that may pause
+                uses their slots then. Without b (a run on one system, nothing it must fit beside):
+                x <= held(o,t).
+  batch-pair    two runs of different jobs, neither of which may wait for or pause for the other
+                within its deadline (turns.pairs): acc_A b_A + acc_B b_B + the serving both must
+                fit beside <= acc_o held(o,t)
   rental        rented o for d: slots <= acc_o (r[d,o,t] - u[d,o,t]); no rented system without a
                 replica or the spare: r <= sum_i ceil(slots_i / acc_o) y + u (trim_rentals then
                 lowers r to exactly what the replicas fill)
@@ -34,7 +39,7 @@ import pulp
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.years import year_caps
-from planner.milp import pooling
+from planner.milp import pooling, turns
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, affine
@@ -107,20 +112,26 @@ def define_capacity_constraints(fm) -> None:
             fm.add("hours", (oid, t), affine(hours) <= HOURS * per * held)
         if len(fm.held_terms[(oid, t)]) > 1 and (oid, t) not in edge:  # several purchase years: the cap
             fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))  # holds for the sum
-    always_on_at: dict[tuple, list] = {}  # (offer, year) -> its always-on serving terms, once per pool
+    on = turns.serving_on(fm)
+    blocked = {(dk, i, oid): turns.beside(fm, dk, i, oid, on) for (dk, i, oid, _) in fm.b}
     for (dk, i, oid, t), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
         need = fm.options.batch[dk][i].accelerators
-        if (oid, t) not in always_on_at:
-            always_on_at[(oid, t)] = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), [])
-                                      if d.hours_per_day >= 24]
-        always_on = always_on_at[(oid, t)]
-        if always_on:
-            fm.add("batch-fit", (dk, i, oid, t),
-                   affine([(need, bv), *always_on]) <= per * fm.held(oid, t))
+        beside = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), []) if d.key in blocked[(dk, i, oid)]]
+        if beside:
+            fm.add("batch-fit", (dk, i, oid, t), affine([(need, bv), *beside]) <= per * fm.held(oid, t))
         else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
             fm.add("batch-fit", (dk, i, oid, t), math.ceil(need / per) * bv <= fm.held(oid, t))
         fm.add("batch-link", (dk, i, oid, t), fm.x[(dk, i, oid, t)] <= bv)
+    for (da, ia), (db, ib), oid in fm.turn_pairs:  # runs neither of which may give way to the other
+        both = blocked[(da, ia, oid)] & blocked[(db, ib, oid)]
+        for t in fm.years:
+            if (da, ia, oid, t) in fm.b and (db, ib, oid, t) in fm.b:
+                beside = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), []) if d.key in both]
+                fm.add("batch-pair", (da, ia, db, ib, oid, t),
+                       affine([(fm.options.batch[da][ia].accelerators, fm.b[(da, ia, oid, t)]),
+                               (fm.options.batch[db][ib].accelerators, fm.b[(db, ib, oid, t)]), *beside])
+                       <= fm.system_of(oid).accelerators * fm.held(oid, t))
     for key, xv in sorted(fm.x.items()):  # without a b: a share of the runs on owned o needs a system held
         if (key[2], key[3]) in fm.held_terms and key not in fm.b:
             fm.add("batch-link", key, xv <= fm.held(key[2], key[3]))

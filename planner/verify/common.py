@@ -107,6 +107,8 @@ class Ledger:
         self.hours_slack = defaultdict(float)  # offer -> accelerator-hours the plan's rounding hides
         self.rent_slack = defaultdict(float)  # offer -> USD of batch rent the plan's rounding hides
         self.batch_fit = defaultdict(list)  # offer -> accelerators per run
+        self.serve_parts = defaultdict(list)  # owned offer -> (job, hours per day, accelerators at peak)
+        self.batch_runs = defaultdict(list)  # owned offer -> (job, accelerators, hours, deadline, runs/year)
         self.edge_units = defaultdict(int)
         self.rent_usd = defaultdict(float)  # offer -> rentals other than serving (batch)
         self.rent_hours = defaultdict(lambda: defaultdict(float))  # offer -> part -> hours per year

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from planner.data import sharing
 from planner.data.catalog import Catalog, Offer
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
@@ -61,6 +62,7 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
                     + (" with one spare system kept free (N+1)" if spare else ""))
             v.check("capacity", all(a <= n * per for a in ledger.batch_fit.get(oid, [])),
                     f"'{oid}': a batch run needs {max(ledger.batch_fit.get(oid, [0]))} accelerators, {n * per} held")
+            _check_turns(oid, n * per, ledger, v)
             v.check("capacity", ledger.slot_hours[oid] <= HOURS_PER_YEAR * n * per * (1 + TIGHT) + ledger.hours_slack[oid],
                     f"'{oid}': {ledger.slot_hours[oid]:,.0f} accelerator-hours a year on {n * per} accelerators")
         else:
@@ -155,3 +157,27 @@ def check_breakdown(plan: dict, fleet: dict, s: Scenario, v: Verification, ledge
     api = sum(f["cost_usd_per_year"] for f in fleet.values() if f["acquisition"] == "api")
     v.check("costs", close(parts.get("api", 0.0), api, REL, USD),
             f"cost breakdown api ${parts.get('api', 0.0):,.2f}; the hosted-API rows cost ${api:,.2f}")
+
+
+def _check_turns(oid: str, held: int, ledger: Ledger, v: Verification) -> None:
+    """Each run with a deadline fits beside the serving jobs it cannot pause for, and beside the runs
+    of other jobs where neither may wait for the other (data/sharing.py: a 35-hour run on the GPUs
+    that serving holds 12 hours a day takes 70 hours, past a 48-hour deadline)."""
+    serving, runs = ledger.serve_parts.get(oid, []), ledger.batch_runs.get(oid, [])
+
+    def beside(job, hours, deadline, runs_per_year) -> list:
+        return [(j, a) for j, h, a in serving if j != job and sharing.beside_serving(hours, deadline, runs_per_year, h)]
+
+    for job, n, hours, deadline, runs_per_year in runs:
+        need = n + sum(a for _, a in beside(job, hours, deadline, runs_per_year))
+        v.check("deadline", need <= held + 1e-6,
+                f"'{oid}': a {hours:,.1f}-hour run of '{job}' cannot pause for the serving beside it and meet its "
+                f"{deadline:g}-hour deadline, and does not fit beside it: {need:g} accelerators at once, {held} held")
+    for k, (ja, na, ha, da, ra) in enumerate(runs):
+        for jb, nb, hb, db, rb in runs[k + 1:]:
+            if ja != jb and sharing.side_by_side((ha, da, ra), (hb, db, rb)):
+                both = {j for j, _ in beside(ja, ha, da, ra)} & {j for j, _ in beside(jb, hb, db, rb)}
+                need = na + nb + sum(a for j, h, a in serving if j in both)
+                v.check("deadline", need <= held + 1e-6,
+                        f"'{oid}': runs of '{ja}' and '{jb}' can neither wait for the other within their deadlines, "
+                        f"and do not fit side by side: {need:g} accelerators at once, {held} held")

@@ -111,6 +111,7 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         if owned(o):
             ledger.serve_slots[o.id] += reps * slot
             ledger.slot_hours[o.id] += reps * slot * hours
+            ledger.serve_parts[o.id].append((part.job, part.hours_per_day, reps * slot))
         else:
             ledger.rent_slots[o.id][part.key] += reps * slot
             ledger.rent_hours[o.id][part.key] = hours
@@ -163,6 +164,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         per_run = max(1, math.ceil(n / system.accelerators))
         if owned(o):
             ledger.batch_fit[o.id].append(n)
+            ledger.batch_runs[o.id].append((part.job, n, hours, part.max_hours_per_run, part.runs_per_year))
             ledger.slot_hours[o.id] += n * hours * runs
             ledger.hours_slack[o.id] += n * hours * part.runs_per_year * 5e-5  # share rounded to 4 places
         else:

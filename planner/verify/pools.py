@@ -70,6 +70,7 @@ def check_pools(plan: dict, s: Scenario, cat: Catalog, v: Verification, ledger: 
         if owned(o):
             ledger.serve_slots[o.id] += reps * slot
             ledger.slot_hours[o.id] += reps * slot * hours
+            ledger.serve_parts[o.id].append((some.job, some.hours_per_day, reps * slot))
         else:
             ledger.rent_slots[o.id][(SHARED, some.hours_per_day)] += reps * slot
             ledger.rent_hours[o.id][(SHARED, some.hours_per_day)] = hours

@@ -1,0 +1,62 @@
+"""Which jobs a training run on an owned offer must fit beside, not take turns with (data/sharing.py
+says when a run may give way to another job and still meet its deadline).
+
+  beside    (demand, option, offer) -> the serving demands on that offer the run cannot give way
+            to: every always-on one (24 h a day), and a part-day one when pausing for it would break
+            the run's deadline (rows.py's batch-fit row counts their replicas beside the run's)
+  pairs     runs of two different jobs on one offer, neither of which may give way to the other:
+            acc_A b_A + acc_B b_B (+ the serving both must fit beside) <= acc_o held(o, t)
+Parts of one job (an RL job's rollouts and trainer) take turns by design and never block each other.
+A run that needs neither keeps the hours row alone (owned capacity as accelerator-hours).
+"""
+
+from __future__ import annotations
+
+from planner.data import sharing
+
+
+def _run(fm, dk: str, i: int) -> tuple[float, float, float]:
+    d = fm.options.demands[dk]
+    return fm.options.batch[dk][i].hours_per_run, d.max_hours_per_run, d.runs_per_year
+
+
+def serving_on(fm) -> dict[str, list[str]]:
+    """offer -> the serving demands with a candidate pair on it."""
+    out: dict[str, list[str]] = {}
+    for dk, pairs in sorted(fm.serve_pairs.items()):
+        for oid in sorted({oid for _, oid in pairs}):
+            out.setdefault(oid, []).append(dk)
+    return out
+
+
+def beside(fm, dk: str, i: int, oid: str, on: dict[str, list[str]]) -> set[str]:
+    """The serving demands on oid that run (dk, i) must fit beside (the module docstring)."""
+    hours, deadline, runs = _run(fm, dk, i)
+    job = fm.options.demands[dk].job
+    return {sk for sk in on.get(oid, ()) if fm.options.demands[sk].job != job
+            and sharing.beside_serving(hours, deadline, runs, fm.options.demands[sk].hours_per_day)}
+
+
+def pairs(fm) -> list[tuple[tuple[str, int], tuple[str, int], str]]:
+    """((demand, option), (demand, option), offer) of runs that must fit side by side on an owned
+    offer (the module docstring), in a stable order."""
+    by_offer: dict[str, list[tuple[str, int]]] = {}
+    for dk, ps in sorted(fm.batch_pairs.items()):
+        for i, oid in sorted(ps):
+            if any((oid, t) in fm.held_terms for t in fm.years):
+                by_offer.setdefault(oid, []).append((dk, i))
+    out = []
+    for oid, runs in sorted(by_offer.items()):
+        shape = {r: _run(fm, *r) for r in runs}
+        cycles = [sharing.run_cycle(h, n) for h, _, n in shape.values()]
+        busy, free = max(b for b, _ in cycles), min(p - b for b, p in cycles)
+        # a run that may give way to the longest stretch with the shortest gap, waiting it out first,
+        # may give way to any run here: it is in no pair
+        runs = [r for r in runs if not (shape[r][1] <= 0 or free > 0 and sharing.given_way_hours(
+            shape[r][0], 0.0, busy, busy + free) <= shape[r][1])]
+        for n, (da, ia) in enumerate(runs):
+            for db, ib in runs[n + 1:]:
+                if fm.options.demands[da].job != fm.options.demands[db].job and \
+                        sharing.side_by_side(shape[(da, ia)], shape[(db, ib)]):
+                    out.append(((da, ia), (db, ib), oid))
+    return out
