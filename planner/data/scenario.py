@@ -261,6 +261,16 @@ class FinetuneJob(JobBase):
     max_hours_per_run: float = Field(72.0, gt=0, le=24 * 365, description="deadline of one run, wall-clock hours")
     sequence_tokens: int = Field(2048, ge=128, le=1_000_000, description="training sequence length, tokens")
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the adapters (lora and qlora)")
+    precision: Literal["bf16", "fp8"] = Field("bf16", description=(
+        "training compute precision: bf16, or fp8 (Transformer Engine recipes, as NVIDIA's MLPerf Llama 2 70B "
+        "LoRA runs; an accelerator without FP8 matmuls runs it in bf16); qlora computes in bf16"))
+
+    @model_validator(mode="after")
+    def _qlora_bf16(self):
+        if self.method == "qlora" and self.precision != "bf16":
+            raise ValueError("qlora computes in bf16 over its NF4 base (bitsandbytes); set precision: bf16, "
+                             "or method: lora for an fp8 run")
+        return self
 
 
 class PretrainJob(JobBase):
@@ -286,6 +296,8 @@ class RLJob(JobBase):
     trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description="sequence length of the trainer's steps, tokens")
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the trainer when method is lora")
     precision: ServePrecision = Field("bf16", description="weight precision of the rollout replicas")
+    trainer_precision: Literal["bf16", "fp8"] = Field("bf16", description=(
+        "the trainer's compute precision: bf16, or fp8 (an accelerator without FP8 matmuls runs it in bf16)"))
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24, description="hours per day the RL job runs, h")
 

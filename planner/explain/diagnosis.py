@@ -11,7 +11,7 @@ from planner.data import deadline
 from planner.data.errors import Diagnosis, SolverError
 from planner.data.scenario import Scenario
 from planner.data.years import year_caps
-from planner.explain.three_checks import closest_miss
+from planner.explain.closest import closest_miss
 from planner.milp import fleet as model
 from planner.milp.readout import r2
 from planner.milp.solve import solve
@@ -38,7 +38,7 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
         reasons = opts.why_not.get(d.key, {})
         closest = closest_miss(d, s, cat, opts) if s is not None and cat is not None else None
         if closest:
-            lines.append(f"job '{d.key}': {closest[0]}")
+            lines.append(f"job '{d.key}': {closest[0]}\n    To fix: {closest[1]['message']}")
             relax.append(closest[1])
         elif d.kind == "edge" and s is not None and cat is not None and not _carriers(d, s, cat):
             device = next(j.device for j in s.jobs if j.name == d.job)

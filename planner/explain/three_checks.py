@@ -4,18 +4,16 @@
 - three_checks: the seeds' checks before signing: the regime of the job (which lever speeds it up),
   "run it" (the exact model, precision, parallelism and stack to benchmark), and the unit cost.
 - summary: the plan in one paragraph, for a purchase memo.
-- closest_miss: when no accelerator can run a job, the one that comes closest, with its number.
 """
 
 from __future__ import annotations
 
-import math
 
 from planner.data import jobs
 from planner.data.fleet_words import fleet_item
 from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
-from planner.physics import disagg, moe, serving, training
+from planner.physics import disagg, moe
 
 ENGINES = {"cuda": "vLLM or TensorRT-LLM", "rocm": "vLLM (ROCm) or SGLang", "xla": "vLLM-TPU or JetStream",
            "neuron": "NxD Inference (vLLM on Neuron)", "gaudi": "vLLM-gaudi", "metal": "MLX or llama.cpp"}
@@ -175,7 +173,8 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
         method = "pretrain" if job.stage == "pretrain" else job.method
         what = ("pretraining" if job.stage == "pretrain" else
                 f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
-        return (f"run {what} of {job.model} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
+        precision = getattr(job, "trainer_precision", None) or getattr(job, "precision", "bf16")
+        return (f"run {what} of {job.model} in {precision} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
                 f"expect about {hours_text(p['hours_per_run'])} per run; count the days it takes to make it work")
     return (f"run {job.model} at {job.precision} with {_engine(stack)} on one {acc} ({p['system']}): expect "
             f"{job.min_tokens_per_s:g} tok/s (planned {p['tokens_per_s_per_user']:.1f})")
@@ -291,106 +290,3 @@ def _fleet(fleet: list[dict]) -> str:
 
 
 # --- when no accelerator can run a job ----------------------------------------------------------
-
-def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
-    """The fastest single-user speed (or quickest first token) any allowed system reaches."""
-    rl = job.stage == "rl"
-    wl = jobs.rollout_workload(job) if rl else jobs.serve_workload(job)
-    target = job.min_tokens_per_s_per_rollout if rl else job.min_tokens_per_s_per_user
-    max_ttft = None if rl else job.max_ttft_s
-    fast = quick = None
-    for sid in sorted({o.system for o in opts.offers.values()}):
-        system = cat.systems[sid]
-        acc = cat.accelerators[system.accelerator]
-        max_tp = options.MAX_TP_MOE if m.is_moe else options.MAX_TP_DENSE
-        for tp in (2 ** k for k in range(12)):
-            if tp > min(system.scaleup_domain, max_tp):
-                break
-            for pp in (2 ** k for k in range(5)):
-                if pp > min(options.MAX_PP, m.layers) or options.replica_slots(tp * pp, system) is None:
-                    continue
-                est = serving.estimate(m, acc, wl, tp, pp, 1)
-                if not est.fits:
-                    continue
-                cand = (est.tokens_per_s_per_user, -tp * pp, acc.id, sid, tp, pp, est.ttft_ms / 1e3)
-                fast = max(fast, cand) if fast else cand
-                if est.tokens_per_s_per_user >= target:
-                    q = (-est.ttft_ms, -tp * pp, acc.id, sid, tp, pp, est.ttft_ms / 1e3)
-                    quick = max(quick, q) if quick else q
-    field = f"jobs.{job.name}." + ("min_tokens_per_s_per_rollout" if rl else "min_tokens_per_s_per_user")
-    if fast is None:
-        return None
-    tps, _, acc, sid, tp, pp, _ = fast
-    if tps < target:
-        new = math.floor(tps * 10) / 10
-        return (f"no accelerator reaches {target:,g} tok/s per user on {m.id} at {job.precision}: the fastest is "
-                f"{acc} ({sid}, TP{tp} PP{pp}) at {tps:,.1f} tok/s per user",
-                {"family": "target", "constraint": field, "current": target, "suggested": new,
-                 "message": f"lower {field} to at most {new:,.1f}, or use a lower precision"})
-    if quick is not None and max_ttft is not None:
-        *_, acc, sid, tp, pp, t = quick
-        new = math.ceil(t * 100) / 100
-        return (f"no configuration that reaches {target:g} tok/s per user gives a first token within "
-                f"{max_ttft:g} s on {m.id}: the quickest is {acc} ({sid}, TP{tp} PP{pp}) at {t:.2f} s",
-                {"family": "target", "constraint": f"jobs.{job.name}.max_ttft_s", "current": max_ttft,
-                 "suggested": new, "message": f"raise jobs.{job.name}.max_ttft_s to at least {new:.2f}, "
-                                              "or shorten input_tokens"})
-    return None
-
-
-def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
-    """The shortest run any allowed system reaches at any accelerator count."""
-    method = "pretrain" if job.stage == "pretrain" else ("lora" if job.stage == "rl" and job.method != "full"
-                                                        else job.method)
-    tokens = {"finetune": lambda: job.dataset_tokens * job.epochs, "pretrain": lambda: job.training_tokens,
-              "rl": lambda: job.train_tokens_per_day}[job.stage]()
-    seq = getattr(job, "sequence_tokens", 8192)
-    rank = getattr(job, "lora_rank", 16)
-    precision = job.precision if job.stage == "pretrain" else "bf16"
-    best = None
-    for sid in sorted({o.system for o in opts.offers.values()}):
-        system = cat.systems[sid]
-        acc = cat.accelerators[system.accelerator]
-        need = training.accelerators_min(m, acc, method, seq, rank)
-        for n in options.batch_counts(system):  # (one system only where it does not scale out)
-            if n > system.accelerators and not options.scales_out(system):
-                break
-            if need and n >= need and options.replica_slots(n, system) is not None:
-                est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
-                                    scaleout_gbps=system.scaleout_gbps)
-                cand = (-est.hours, -n, acc.id, sid, n, est.hours)
-                best = max(best, cand) if best else cand
-    if best is None:
-        return None
-    *_, acc, sid, n, hours = best
-    if hours <= d.max_hours_per_run:
-        return None
-    said = (f"no accelerator finishes a run of '{job.name}' ({m.id}, {method}) within {d.max_hours_per_run:,g} h: "
-            f"the fastest is {n:,}x {acc} ({sid}) at {hours:,.1f} h per run")
-    if job.stage == "rl":  # (its run is a day's training, within hours_per_day: no more than 24 h)
-        if hours <= 24:
-            key, new = "hours_per_day", math.ceil(hours * 10) / 10
-        else:
-            key, new = "train_tokens_per_day", math.floor(tokens * d.max_hours_per_run / hours)
-        field = f"jobs.{job.name}.{key}"
-        message = (f"raise {field} to at least {new:,g}" if key == "hours_per_day" else
-                   f"lower {field} to at most {new:,g} (a day's training within hours_per_day, "
-                   f"{d.max_hours_per_run:g} h)")
-        return said, {"family": "target", "constraint": field, "current": getattr(job, key), "suggested": new,
-                      "message": message}
-    field = f"jobs.{job.name}." + ("max_days" if job.stage == "pretrain" else "max_hours_per_run")
-    new = math.ceil(hours / 24 * 10) / 10 if job.stage == "pretrain" else math.ceil(hours * 10) / 10
-    return (said, {"family": "target", "constraint": field, "current": getattr(job, field.rsplit('.', 1)[1]),
-                   "suggested": new, "message": f"raise {field} to at least {new:,g}"})
-
-
-def closest_miss(d, s, cat, opts) -> tuple[str, dict] | None:
-    """(message, relaxation) for a demand no option can meet, naming the accelerator that comes
-    closest with its number; None when the reasons are policy or stack (listed per accelerator)."""
-    job = next(j for j in s.jobs if j.name == d.job)
-    m = cat.models[job.model]
-    if d.kind == "serve":
-        return _serve_closest(job, d, m, s, cat, opts)
-    if d.kind == "batch":
-        return _batch_closest(job, d, m, s, cat, opts)
-    return None
