@@ -95,7 +95,8 @@ class Offer(Row):
                         "cn, jp, in, ... or global")
     tier: Tier = Field("quote", description="provider tier (see Tier)")
     price_usd_per_hour: Optional[float] = Field(default=None, gt=0, le=1e6, description="per system-hour")
-    purchase_usd: Optional[float] = Field(default=None, gt=0, le=1e10, description="per system")
+    purchase_usd: Optional[float] = Field(default=None, ge=0, le=1e10, description=(
+        "per system (0: a system already held, the scenario's owned)"))
     useful_life_years: Optional[float] = Field(default=None, ge=0.5, le=50, description=(
         "depreciation life of a purchase, years (buy offers)"))
     max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000, description=(
@@ -355,3 +356,22 @@ def load_catalog(*overrides: str | Path) -> Catalog:
     if problems:
         raise InputError(problems, source="catalog")
     return cat
+
+
+OWNED_PROVIDER = "owned"
+"""the provider of the offers a scenario's `owned` systems become (held_offer)"""
+
+
+def held_offer(system: str, count: int, as_of: dt.date) -> Offer:
+    """The offer of `count` systems of `system` already held: bought at no price (their capital is
+    sunk), never more than `count`; as of the catalog's newest price (`as_of`)."""
+    return Offer(id=f"{system}-{OWNED_PROVIDER}", system=system, acquisition="buy", provider=OWNED_PROVIDER,
+                 region="global", tier="quote", purchase_usd=0.0, useful_life_years=5.0, max_systems=count,
+                 source="the scenario's owned systems: hardware already held (no purchase price, no resale)",
+                 as_of=as_of)
+
+
+def is_held(o: Offer) -> bool:
+    """An offer of systems already held (the scenario's owned): policy filters on acquisition,
+    provider, region, tier and cooling do not apply to it."""
+    return o.provider == OWNED_PROVIDER and o.acquisition == "buy" and o.purchase_usd == 0

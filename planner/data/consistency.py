@@ -6,7 +6,7 @@ once (exit 2) or returns the catalog with the scenario's own models, offers and 
 
 from __future__ import annotations
 
-from planner.data.catalog import ACQUISITIONS, Catalog, load_catalog
+from planner.data.catalog import ACQUISITIONS, Catalog, held_offer, load_catalog
 from planner.data.checkpoints import catalog_model, stem
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.export_rules import LICENSED_TARIFF, tariffed
@@ -53,6 +53,11 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
         canonical = read_as(where, getattr(obj, key), known, checkpoints=known is models)
         if canonical:
             setattr(obj, key, canonical)
+    for i, held in enumerate(s.owned):
+        canonical = by_case(held.system, cat.systems)
+        if canonical:
+            note(f"note: owned.{i}.system '{held.system}' is read as '{canonical}' (ids are lower-case)")
+            held.system = canonical
     for i, offer in enumerate(s.offers):
         canonical = by_case(offer.system, cat.systems)
         if canonical:
@@ -155,7 +160,11 @@ def check_prices(s: Scenario, cat: Catalog) -> list[Problem]:
 def check_inline_offers(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"offer '{o.id}' names unknown system '{o.system}'", f"offers.{i}.system",
                     suggest(o.system, cat.systems, "systems"))
-            for i, o in enumerate(s.offers) if o.system not in cat.systems]
+            for i, o in enumerate(s.offers) if o.system not in cat.systems] + [
+        Problem(f"owned names unknown system '{h.system}'", f"owned.{i}.system", suggest(h.system, cat.systems, "systems"))
+        for i, h in enumerate(s.owned) if h.system not in cat.systems] + [
+        Problem(f"owned lists system '{h.system}' twice", f"owned.{i}.system", "merge the entries (add their counts)")
+        for i, h in enumerate(s.owned) if any(g.system == h.system for g in s.owned[:i])]
 
 
 def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
@@ -163,6 +172,11 @@ def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
     out = Catalog(dict(cat.accelerators), dict(cat.systems), dict(cat.offers), dict(cat.models), dict(cat.api_offers))
     out.models.update({m.id: m for m in s.models})
     out.offers.update({o.id: o for o in s.offers})
+    newest = max((o.as_of for o in cat.offers.values()), default=None)
+    for held in s.owned:
+        if held.system in out.systems and newest is not None:
+            o = held_offer(held.system, held.count, newest)
+            out.offers[o.id] = o
     for p in s.prices:
         if p.offer in out.offers:
             changes = {k: v for k, v in p.model_dump(exclude={"offer"}).items() if v is not None}

@@ -127,8 +127,7 @@ class PriceOverride(Strict):
     price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6, description="new price, USD per system-hour")
     purchase_usd: Optional[float] = Field(None, gt=0, le=1e10, description="new purchase price, USD per system")
     useful_life_years: Optional[float] = Field(None, ge=0.5, le=50, description="new useful life of a purchase, years")
-    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000, description=(
-        "new availability cap, systems (0: none available)"))
+    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000, description="new availability cap, systems (0: none)")
 
 
 class HardwareTrend(Strict):
@@ -268,8 +267,7 @@ class FinetuneJob(JobBase):
     @model_validator(mode="after")
     def _qlora_bf16(self):
         if self.method == "qlora" and self.precision != "bf16":
-            raise ValueError("qlora computes in bf16 over its NF4 base (bitsandbytes); set precision: bf16, "
-                             "or method: lora for an fp8 run")
+            raise ValueError("qlora computes in bf16 over its NF4 base; set precision: bf16, or method: lora for fp8")
         return self
 
 
@@ -316,6 +314,14 @@ class EdgeJob(JobBase):
 Job = Annotated[Union[ServeJob, FinetuneJob, PretrainJob, RLJob, EdgeJob], Field(discriminator="stage")]
 
 
+class OwnedSystems(Strict):
+    """Systems you already hold: used at no capital (sunk; no resale counted), their power, hosting and
+    operations paid as for any owned system (support and spares, a share of the purchase price: none)."""
+
+    system: str = Field(description="catalog system id (see `plan catalog systems`), e.g. h100-sxm-x8")
+    count: int = Field(ge=1, le=1_000_000, description="how many of that system you hold")
+
+
 class Scenario(Strict):
     name: str = Field(min_length=1, max_length=120, description="the scenario's name, shown in plan headlines")
     description: str = Field("", description="free text for readers of the file; the planner ignores it")
@@ -328,6 +334,10 @@ class Scenario(Strict):
     budget: Budget = Field(default_factory=Budget, description="caps on cost, USD per year or per year of the horizon")
     prices: list[PriceOverride] = Field(default_factory=list, description="override catalog offers by id")
     offers: list[Offer] = Field(default_factory=list, description="extra offers (quotes you hold)")
+    owned: list[OwnedSystems] = Field(default_factory=list, description=(
+        "hardware you already hold: each entry becomes an offer of that many systems at no purchase price "
+        "(provider 'owned'), which the policy's acquisition, provider, region and tier filters do not "
+        "exclude; the plan keeps what it uses and says what it leaves idle"))
     models: list[Model] = Field(default_factory=list, description="models defined inline")
     trends: list[HardwareTrend] = Field(default_factory=list, description="multi-year price/availability")
     solver: Solver = Field(default_factory=Solver, description="MILP solver settings: time limit, gap, threads")

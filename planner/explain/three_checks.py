@@ -10,6 +10,7 @@ from __future__ import annotations
 
 
 from planner.data import jobs
+from planner.data.catalog import OWNED_PROVIDER
 from planner.data.fleet_words import fleet_item
 from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
@@ -202,11 +203,12 @@ API_ONLY = " at the API's token prices"
 def _included(job: dict) -> str:
     """What the unit cost holds, by how the job is served: its own systems' capital, power and hosting;
     rentals' hourly prices; an API's token prices (which have no batch, capital, power or hosting)."""
-    kinds = {"api" if p["acquisition"] == "api" else "owned" if p["acquisition"] == "buy" else "rented"
+    kinds = {"api" if p["acquisition"] == "api" else "held" if p["provider"] == OWNED_PROVIDER else
+             "owned" if p["acquisition"] == "buy" else "rented"
              for p in job["placements"]} | ({"api"} if job.get("api") else set())
-    words = {"owned": "capital, power and hosting", "rented": "the rental prices",
-             "api": "the API's token prices"}
-    held = " and ".join(words[k] for k in ("owned", "rented", "api") if k in kinds) or "its costs"
+    words = {"owned": "capital, power and hosting", "held": "power and hosting (no capital: systems you own)",
+             "rented": "the rental prices", "api": "the API's token prices"}
+    held = " and ".join(words[k] for k in ("owned", "held", "rented", "api") if k in kinds) or "its costs"
     return API_ONLY if kinds == {"api"} else f" at the planned batch, {held} included"
 
 
@@ -271,6 +273,7 @@ def summary(plan: dict, s) -> str:
         delta = nb["cost_delta_usd_per_year"]
         text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${delta:,.0f} more per year." if delta > 0 else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap.")
+    text += _idle_owned(plan, s)
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:
         text += " Binding: " + "; ".join(e["message"] for e in binding) + "."
@@ -278,11 +281,25 @@ def summary(plan: dict, s) -> str:
 
 
 def _item(f: dict) -> str:
-    """One fleet line in words: systems acquired, or a hosted API billed per token."""
+    """One fleet line in words: systems acquired, systems already owned, or a hosted API billed per token."""
     if f["acquisition"] == "api":
         return f"Use {f['provider']}'s hosted API for {f['system']} (billed per token)"
+    if f["provider"] == OWNED_PROVIDER:
+        return (f"Keep {f['systems']:,}x {f['system']} you own ({f['accelerators']:,} {f['accelerator']}; no capital, "
+                "their power, hosting and operations paid)")
     return (f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
             f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})")
+
+
+def _idle_owned(plan: dict, s) -> str:
+    """' Of the systems you own, 1x h100-sxm-x8 is not needed: ...' for the scenario's owned systems
+    the plan leaves idle (their power and hosting cost more than the work they would do saves)."""
+    kept = {f["system"]: f["systems"] for f in plan["fleet"] if f["provider"] == OWNED_PROVIDER}
+    idle = [f"{h.count - kept.get(h.system, 0):,}x {h.system}" for h in s.owned if h.count > kept.get(h.system, 0)]
+    if not idle:
+        return ""
+    return (f" Of the systems you own, {listed(idle)} {'is' if len(idle) == 1 and idle[0].startswith('1x') else 'are'} "
+            "not needed: the plan is cheaper without their power and hosting (sell or repurpose them).")
 
 
 def _fleet(fleet: list[dict]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from planner.data.catalog import Catalog, Offer, System
+from planner.data.catalog import Catalog, Offer, System, is_held
 from planner.data.consistency import allowed_regions, in_regions  # noqa: F401  (allowed_regions: options.api reads it here)
 from planner.data.scenario import Scenario
 from planner.options.export import export_exclusion
@@ -27,6 +27,8 @@ def offer_exclusion(o: Offer, s: Scenario, cat: Catalog) -> str:
         return "excluded by policy"
     if p.stacks is not None and acc.stack not in p.stacks:
         return f"software stack '{acc.stack}' not in policy.stacks ({', '.join(p.stacks)})"
+    if is_held(o):  # (the scenario's owned systems: already bought, cooled and placed)
+        return ""
     if o.acquisition not in p.acquisition:
         return f"acquisition '{o.acquisition}' not in policy ({', '.join(p.acquisition)})"
     if p.providers is not None and o.provider not in p.providers:
@@ -78,7 +80,7 @@ def site_exclusion(o: Offer, system: System, s: Scenario) -> str:
     computers) run edge jobs only; a data center buys no workstations."""
     if system.kind == "edge":
         return "an edge device (a robot's computer): it runs edge jobs only"
-    if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind == "workstation":
+    if o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind == "workstation" and not is_held(o):
         return (f"{kind_phrase(system.kind)}, not a rack server: the site is a data center (set site.kind: "
                 "office to buy workstations)")
     return ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from planner.data.catalog import Catalog, Offer
+from planner.data.catalog import Catalog, Offer, is_held
 from planner.data.scenario import (
     Scenario,
 )
@@ -61,20 +61,21 @@ def offer_problem(o: Offer, s: Scenario, cat: Catalog) -> str:
     acc = cat.accelerators[system.accelerator]
     p = s.policy
     regions = p.regions if p.regions is not None else (s.site.region, "global")  # (global hardware bought runs at the site)
+    held = is_held(o) and any(h.system == o.system and h.count == o.max_systems for h in s.owned)
     rules = [
-        (o.acquisition in p.acquisition, f"acquisition '{o.acquisition}' is not in policy.acquisition"),
-        (p.providers is None or o.provider in p.providers, f"provider '{o.provider}' is not in policy.providers"),
-        (o.provider not in p.exclude_providers, f"provider '{o.provider}' is excluded"),
+        (held or o.acquisition in p.acquisition, f"acquisition '{o.acquisition}' is not in policy.acquisition"),
+        (held or p.providers is None or o.provider in p.providers, f"provider '{o.provider}' is not in policy.providers"),
+        (held or o.provider not in p.exclude_providers, f"provider '{o.provider}' is excluded"),
         (p.accelerators is None or acc.id in p.accelerators, f"accelerator '{acc.id}' not in policy.accelerators"),
         (acc.id not in p.exclude_accelerators, f"accelerator '{acc.id}' is excluded"),
         (p.stacks is None or acc.stack in p.stacks, f"stack '{acc.stack}' is not in policy.stacks"),
-        (not (o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air"),
+        (held or not (o.acquisition == "buy" and system.cooling == "liquid" and s.site.cooling == "air"),
          f"bought liquid-cooled '{system.id}' at an air-cooled site"),
         (o.max_systems != 0, f"offer '{o.id}' has no availability (max_systems 0)"),
-        (o.region in regions or (o.acquisition == "buy" and o.region == "global" and s.site.region in regions),
+        (held or o.region in regions or (o.acquisition == "buy" and o.region == "global" and s.site.region in regions),
          f"offer '{o.id}' is in region '{o.region}'" + (f" (bought for a site in '{s.site.region}')" if
                                                         o.acquisition == "buy" else "") + ", outside policy.regions"),
-        (p.provider_tiers is None or o.tier in p.provider_tiers,
+        (held or p.provider_tiers is None or o.tier in p.provider_tiers,
          f"offer '{o.id}' is of tier '{o.tier}', not in policy.provider_tiers"),
     ]
     return next((why for ok, why in rules if not ok), "")

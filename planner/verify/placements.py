@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from planner.data.constants import HOURS_PER_YEAR
-from planner.data.catalog import Catalog, Offer
+from planner.data.catalog import Catalog, Offer, is_held
 from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
 from planner.physics import costs, disagg, moe, serving, training
@@ -37,7 +37,8 @@ def _offer_of(p: dict, cat: Catalog, v: Verification, kind: str) -> tuple | None
 
 
 def _site_ok(o: Offer, system, s: Scenario) -> bool:
-    return not (o.acquisition == "buy" and s.site.kind == "datacenter" and system.kind in ("workstation", "edge"))
+    return not (o.acquisition == "buy" and s.site.kind == "datacenter" and (
+        system.kind == "edge" or system.kind == "workstation" and not is_held(o)))
 
 
 def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:

@@ -1,0 +1,54 @@
+"""Hardware a company already holds (the scenario's `owned`): the new-user review found no way to say
+so (a $0 purchase price was refused; $1 made the plan say 'Buy ... ($1 up front)')."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import planned_json
+
+SCENARIO = """name: existing-fleet
+site: {ownership: on-prem, cooling: air}
+policy: {acquisition: [on-demand], stacks: [cuda]}
+owned:
+  - {system: H100-SXM-x8, count: 2}
+jobs:
+  - {name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 200,
+     min_tokens_per_s_per_user: 20}
+  - {name: tune, stage: finetune, model: llama-3.1-8b, method: lora, dataset_tokens: 2e8, runs_per_year: 12}
+"""
+
+
+def test_owned_systems_are_used_at_no_capital_and_said_so(plan_cli, tmp_path):
+    """Two owned 8x H100 servers under an on-demand-only policy: the plan keeps what it needs at no
+    capital (power, hosting and operations paid), says so in words, names the one it leaves idle,
+    and the verifier passes it."""
+    path = tmp_path / "own.yaml"
+    plan = planned_json(plan_cli, path, SCENARIO)
+    held = [f for f in plan["fleet"] if f["provider"] == "owned"]
+    assert held and held[0]["system"] == "h100-sxm-x8" and 1 <= held[0]["systems"] <= 2
+    assert plan["cost_breakdown_usd_per_year"].get("capital", 0.0) == 0.0
+    assert held[0]["purchase_usd"] in (0, 0.0, None)
+    r = plan_cli(path, "--explain", "brief")
+    assert r.code == 0 and "Keep " in r.out and "you own" in r.out and "Buy " not in r.out
+    if held[0]["systems"] < 2:
+        assert "Of the systems you own, 1x h100-sxm-x8 is not needed" in " ".join(r.out.split())
+    out = tmp_path / "plan.json"
+    out.write_text(json.dumps(plan))
+    assert plan_cli("verify", path, out).code == 0
+
+
+def test_owned_systems_are_never_more_than_held(plan_cli, tmp_path):
+    """A job larger than the owned servers rents or buys the rest: the owned offer never holds more
+    systems than the scenario lists."""
+    text = SCENARIO.replace("concurrent_users: 200", "concurrent_users: 2000")
+    plan = planned_json(plan_cli, tmp_path / "big.yaml", text)
+    held = sum(f["systems"] for f in plan["fleet"] if f["provider"] == "owned")
+    assert held <= 2 and len(plan["fleet"]) > 1
+
+
+def test_an_unknown_owned_system_is_exit_2_with_a_suggestion(plan_cli, tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(SCENARIO.replace("H100-SXM-x8", "h100-sxm-x9"))
+    r = plan_cli("validate", p)
+    assert r.code == 2 and "owned.0.system" in r.err and "h100-sxm-x8" in r.err
