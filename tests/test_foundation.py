@@ -143,3 +143,15 @@ def test_bad_user_catalog_exit_2(plan_cli, tmp_path):
                        "x-x8,X,no-such-gpu,8,8,10,air,server,my own quote,2026-01-01\n")
     r = plan_cli("catalog", "systems", "--catalog", systems)
     assert r.code == 2 and "unknown accelerator 'no-such-gpu'" in r.err
+
+
+def test_the_catalog_lists_its_hosted_apis_and_their_providers(plan_cli):
+    """Hosted APIs could not be listed from the CLI, and their providers were missing from `plan
+    catalog providers` (the new-user review): `plan catalog apis` lists every api_offers row with its
+    token prices and source, and the providers listing names API-only providers with acquisition api."""
+    rows = json.loads(plan_cli("catalog", "apis", "--format", "json").out)
+    assert len(rows) >= 20 and all(r["source"] and r["usd_per_m_output_tokens"] >= 0 for r in rows)
+    assert any(r["provider"] == "deepinfra" for r in rows)
+    providers = {r["provider"]: r for r in json.loads(plan_cli("catalog", "providers", "--format", "json").out)}
+    assert providers["deepinfra"]["acquisition"] == "api"
+    assert "list prices per million tokens" in plan_cli("catalog", "apis").out

@@ -154,3 +154,24 @@ def test_an_infeasible_scenario_writes_its_diagnosis_in_every_format(plan_cli, t
     assert r.code == 3 and "infeasible" in r.err
     text = out.read_text()
     assert "No plan for over-budget.yaml: infeasible" in text and mark in text
+
+
+def test_a_plan_records_what_it_was_made_from(plan_cli, tmp_path):
+    """The plan JSON had no planner version and no catalog or scenario digest for an audit trail (the
+    scripting review): provenance holds them, the same for the same input, and a scenario changed in
+    substance (not in its comments) changes its digest."""
+    from planner import __version__
+
+    def made(text: str) -> dict:
+        p = tmp_path / "s.yaml"
+        p.write_text(text)
+        r = plan_cli(p, "--format", "json", "--explain", "none", "--no-timings")
+        assert r.code == 0, r.err
+        return json.loads(r.out)["provenance"]
+
+    text = (SCENARIOS / "bank.yaml").read_text()
+    a, b = made(text), made("# a comment\n" + text)
+    assert a == b and a["planner_version"] == __version__ and len(a["catalog_sha256"]) == 64
+    assert "calibration_data.csv" in a["calibration"]
+    c = made(text.replace("concurrent_users: 200", "concurrent_users: 210"))
+    assert c["scenario_sha256"] != a["scenario_sha256"] and c["catalog_sha256"] == a["catalog_sha256"]

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from planner.app import planning
 from planner.app.advice import advise
+from planner.app.provenance import provenance
 from planner.data import deadline
 from planner.data.consistency import resolve
 from planner.data.errors import VerificationError
@@ -23,8 +24,10 @@ def plan_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s
     explain: none | brief | full (planner.explain.narrative); solver overrides solver.name."""
     if solver is not None:
         s = s.model_copy(update={"solver": s.solver.model_copy(update={"name": solver})})
-    advise(s, resolve(s, catalog_paths))
-    return checked(planning.make_plan(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
+    cat = resolve(s, catalog_paths)
+    advise(s, cat)
+    plan = checked(planning.make_plan(s, catalog_paths, time_limit_s, explain=explain), s, catalog_paths)
+    return {**plan, "provenance": provenance(s, cat)}
 
 
 def checked(plan: dict, s: Scenario, catalog_paths: tuple[str, ...] = ()) -> dict:

@@ -33,16 +33,22 @@ CATALOG_COLUMNS = {
                "useful_life_years", "max_systems", "as_of"],
     "models": ["id", "params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
                "head_dim", "experts", "experts_per_token", "attention", "as_of"],
+    "apis": ["id", "model", "provider", "region", "usd_per_m_input_tokens", "usd_per_m_output_tokens",
+             "max_output_tokens_per_minute", "as_of"],
 }
+TABLES = {"apis": "api_offers"}
+"""the catalog table a listing reads, where its name differs (plan catalog apis: api_offers.csv)"""
+FOOTERS = {"apis": "\nhosted token-priced APIs: a serving job may use them where policy.acquisition lists api "
+                   "(see the scenario schema); prices are list prices per million tokens."}
 
 
 def _catalog_listing(kind: str, fmt: TableFormat, catalog: Optional[List[Path]]):
     from planner.data.catalog import load_catalog
 
     cat = load_catalog(*(str(c) for c in catalog or ()))
-    rows = [r.model_dump(mode="json") for r in cat.table(kind).values()]
+    rows = [r.model_dump(mode="json") for r in cat.table(TABLES.get(kind, kind)).values()]
     rows.sort(key=lambda r: r["id"])
-    footer = f"{len(rows)} {kind}; every row has a source (see --format json)."
+    footer = f"{len(rows)} {kind}; every row has a source (see --format json)." + FOOTERS.get(kind, "")
     if kind == "accelerators":
         footer += ("\nmemory_gb as vendors label it: binary GB (GiB, 2^30 bytes, as nvidia-smi shows); plans, "
                    "estimates and explanations state memory in the same unit.")
@@ -68,7 +74,7 @@ def _make_catalog_command(kind: str):
                 catalog: Optional[List[Path]] = CatalogOpt):
         _catalog_listing(kind, fmt, catalog)
 
-    command.__doc__ = f"List the catalog's {kind}."
+    command.__doc__ = "List the catalog's hosted APIs (token prices)." if kind == "apis" else f"List the catalog's {kind}."
     catalog_app.command(kind)(command)
 
 
@@ -93,16 +99,24 @@ def provider_rows(cat: Catalog) -> list[dict]:
     by: dict[str, list] = {}
     for offer in cat.offers.values():
         by.setdefault(offer.provider, []).append(offer)
+    apis: dict[str, list] = {}
+    for api in cat.api_offers.values():
+        apis.setdefault(api.provider, []).append(api)
     rows = []
-    for provider in sorted(by):
+    for provider in sorted(by.keys() | apis.keys()):
+        if provider not in by:  # a hosted-API provider only (acquisition api)
+            rows.append({"provider": provider, "regions": ", ".join(sorted({a.region for a in apis[provider]})),
+                         "offers": len(apis[provider]), "acquisition": "api", "accelerators": 0})
+            continue
         offers = by[provider]
         modes = {o.acquisition for o in offers}
         row = {"provider": provider}
         tiers = sorted({str(t) for o in offers if (t := getattr(o, "tier", None))})
         if tiers:
             row["tier"] = ", ".join(tiers)
-        row.update({"regions": ", ".join(sorted({o.region for o in offers})), "offers": len(offers),
-                    "acquisition": ", ".join(m for m in ACQUISITIONS if m in modes),
+        hosted = apis.get(provider, [])
+        row.update({"regions": ", ".join(sorted({o.region for o in [*offers, *hosted]})), "offers": len(offers) + len(hosted),
+                    "acquisition": ", ".join([*(m for m in ACQUISITIONS if m in modes), *(["api"] if hosted else [])]),
                     "accelerators": len({cat.systems[o.system].accelerator for o in offers if o.system in cat.systems})})
         rows.append(row)
     return rows

@@ -136,6 +136,8 @@ class Plan(BaseModel):
     demand_met: bool = absent("false when some demand is left unserved (a max-coverage budget, an elastic plan): "
                               "jobs[].unserved and, multi-year, years[].unserved say which and how much; the "
                               "exit code is 0 all the same")
+    provenance: "Provenance" = absent("what the plan was made from: the planner's version, the calibration, "
+                                      "digests of the catalog and the scenario (plans from the plan command)")
     fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "
                                                "costliest first")
     jobs: list[JobPlan] = Field(description="one entry per scenario job, in scenario order")
@@ -155,6 +157,18 @@ class Plan(BaseModel):
                                              "explained plans)")
     next_best: NextBest | None = absent("the next-best distinct fleet; null when not evaluated "
                                            "(single-period, explained plans)")
+
+
+class Provenance(BaseModel):
+    """What the plan was made from (planner.app.provenance): an audit trail, not an input."""
+
+    model_config = ConfigDict(extra="forbid")
+    planner_version: str = Field(description="the planner's version (plan --version)")
+    calibration: str = Field(description="when and on what the performance model's factors were fitted")
+    catalog_sha256: str = Field(description="SHA-256 of the catalog as planned (the bundled one, --catalog and the "
+                                            "scenario's offers, prices and owned systems), rows sorted by id")
+    scenario_sha256: str = Field(description="SHA-256 of the scenario's parsed fields (comments and formatting "
+                                             "do not change it)")
 
 
 class Relaxation(BaseModel):
