@@ -182,3 +182,17 @@ def test_an_impossible_deadline_names_the_fastest_run_the_offers_allow_and_the_f
     n, hours = int(got.group(1).replace(",", "")), float(got.group(3).replace(",", ""))
     assert n <= 512 * 72 and hours > 24
     assert f"To fix: raise jobs.fast.max_days to at least {math.ceil(hours / 24 * 10) / 10:g}" in r.err
+
+
+def test_long_context_training_splits_a_sequence_over_its_group():
+    """405B at a 131k-token sequence 'did not fit on any number' of H100 (every accelerator held one
+    sequence's whole activations and fp32 logits: the training review), though Llama 3.1 trained so
+    on 16,384 H100 as TP8 x CP16: activations are split over sequence_shards(n)."""
+    from planner.physics import training
+
+    m, h100 = MODELS["llama-3.1-405b"], ACCS["h100-sxm"]
+    est = training.estimate(m, h100, "pretrain", 8e11, 16384, seq=131072)
+    assert est.fits and est.accelerators_min <= 1024
+    assert not training.estimate(MODELS["llama-3.1-8b"], h100, "pretrain", 1e9, 1, seq=131072).fits
+    assert training.estimate(MODELS["llama-3.1-8b"], h100, "pretrain", 1e9, 16, seq=131072).fits
+    assert training.sequence_shards(16384, 8) == 128 and training.sequence_shards(4, 8) == 4

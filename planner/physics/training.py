@@ -7,7 +7,10 @@ Memory per accelerator, n accelerators sharding states with ZeRO-3/FSDP:
     qlora  frozen base at NF4 (4.127 bits, QLoRA paper) + adapters at 16 B/param
   + activations of one micro-batch of `sequence_tokens` with full recompute (Korthikanti et al.):
            layers x 2 s h (checkpoints) + 34 s h (one layer's working set, flash attention)
-           + s x vocab x 4 B (fp32 logits and their gradient in bf16)
+           + s x vocab x 4 B (fp32 logits and their gradient in bf16),
+           split over sequence_shards(n): sequence parallelism in the scale-up domain's TP group and
+           context parallelism across up to CP_MAX such groups (a 131k-token sequence of a 405B
+           model over TP8 x CP16, as Llama 3.1 trained)
   + the runtime reserve.
 The job fits when that is at most the accelerator's physical memory, memory_gb x 2^30 bytes
 (vendors' "GB" memory labels are binary sizes; memory figures are stated in GiB, see physics.step).
@@ -83,8 +86,9 @@ activation_bytes = train_step.activation_bytes
 
 
 def memory_per_acc(m: Model, method: str, n: int, seq: int, rank: int = 16,
-                   cal: Calibration | None = None) -> float:
-    """Bytes per accelerator when n accelerators share the job (states sharded ZeRO-3 style)."""
+                   cal: Calibration | None = None, domain: int = 8) -> float:
+    """Bytes per accelerator when n accelerators share the job (states sharded ZeRO-3 style, a
+    sequence's activations over sequence_shards(n, domain): `domain`, the scale-up fabric's TP)."""
     cal = cal or default()
     total = arch.param_counts(m)["total"]
     if method in ("full", "pretrain"):
@@ -93,7 +97,21 @@ def memory_per_acc(m: Model, method: str, n: int, seq: int, rank: int = 16,
         base = arch.weight_bytes(m, "nf4" if method == "qlora" else "bf16") / n
         states = base + adapter_params(m, rank) * ADAPTER_STATE_BYTES / n
     nccl = 0.35 * GB if n > 1 else 0.0
-    return states + activation_bytes(m, seq) + cal.reserve_gb * GB + nccl
+    return states + activation_bytes(m, seq) / sequence_shards(n, domain) + cal.reserve_gb * GB + nccl
+
+
+CP_MAX = 16
+"""Most context-parallel ranks a sequence is split over, beyond its tensor-parallel group: Llama 3.1
+405B trained its 131k-token phase as TP8 x CP16 on H100 (reference/scaleout-moe.md s1.5)."""
+
+
+def sequence_shards(n: int, domain: int = 8) -> int:
+    """Accelerators one sequence's activations are split over when the job runs on n: sequence
+    parallelism inside the tensor-parallel group (the scale-up `domain`, Korthikanti et al.; the
+    logits too, a vocabulary-parallel loss) times context parallelism across up to CP_MAX groups.
+    Ring attention's traffic is not priced: at the lengths that need it, attention's own compute
+    hides it (Megatron-LM context parallelism)."""
+    return max(1, min(n, max(1, domain) * CP_MAX))
 
 
 def accelerators_min(m: Model, acc: Accelerator, method: str, seq: int, rank: int = 16,
@@ -102,7 +120,7 @@ def accelerators_min(m: Model, acc: Accelerator, method: str, seq: int, rank: in
     cap = acc.memory_gb * GIB
     n = 1
     while n <= limit:
-        if memory_per_acc(m, method, n, seq, rank, cal) <= cap:
+        if memory_per_acc(m, method, n, seq, rank, cal, train_step.tp_domain(acc)) <= cap:
             return n
         n *= 2
     return 0
@@ -145,7 +163,7 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
     expert all-to-all crosses beyond the scale-up domain (train_step.expert_all_to_all_s)."""
     cal = cal or default()
     need = accelerators_min(m, acc, method, seq, rank, cal=cal)
-    mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal)
+    mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal, train_step.tp_domain(acc))
     reason = ""
     if need == 0:
         reason = f"does not fit on any number of {acc.name} ({acc.memory_gb:g} GiB)"
