@@ -200,3 +200,15 @@ def test_a_yaml_merge_key_is_said_at_its_line(tmp_path, plan_cli):
     r = plan_cli("validate", path)
     assert r.code == 2 and "s.yaml:4: YAML merge keys ('<<: *anchor') are not read" in r.err, r.err
     assert "\\n" not in r.err
+
+
+def test_an_unknown_name_found_after_parsing_points_at_its_line(plan_cli, tmp_path):
+    """Schema errors carried file:line, a model or provider unknown to the catalog did not (the
+    new-user review): they do now."""
+    p = tmp_path / "s.yaml"
+    p.write_text("name: t\npolicy: {providers: [runpodd]}\njobs:\n"
+                 "  - {name: chat, stage: serve, model: llama-3-70b, concurrent_users: 5}\n")
+    r = plan_cli(p)
+    assert r.code == 2
+    assert f"{p}:4: jobs.0.model (chat): unknown model 'llama-3-70b'" in r.err
+    assert f"{p}:2: policy.providers" in r.err and "did you mean 'runpod'" in r.err

@@ -196,3 +196,20 @@ def test_long_context_training_splits_a_sequence_over_its_group():
     assert not training.estimate(MODELS["llama-3.1-8b"], h100, "pretrain", 1e9, 1, seq=131072).fits
     assert training.estimate(MODELS["llama-3.1-8b"], h100, "pretrain", 1e9, 16, seq=131072).fits
     assert training.sequence_shards(16384, 8) == 128 and training.sequence_shards(4, 8) == 4
+
+
+def test_an_rl_trainer_trains_whole_rollouts_and_a_mismatched_one_is_warned(plan_cli, tmp_path):
+    """The trainer's sequence defaulted to 8,192 tokens while rollouts held 16,384 (the training
+    review): unset, it is the rollout's context. A trainer consuming 580x what the rollouts make
+    got no warning; it gets one on stderr (the plan is made as asked)."""
+    from planner.data.scenario import RLJob
+
+    job = RLJob(name="r", stage="rl", model="llama-3.1-8b", rollout_tokens_per_s=1000, train_tokens_per_day=5e7,
+                rollout_context_tokens=16384)
+    assert job.trainer_sequence_tokens == 16384 and "trainer_sequence_tokens" not in job.model_fields_set
+    p = tmp_path / "rl.yaml"
+    p.write_text("name: rl\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand]}\njobs:\n"
+                 "  - {name: grpo, stage: rl, model: llama-3.1-8b, method: lora, rollout_tokens_per_s: 1000,"
+                 " rollout_context_tokens: 4096, train_tokens_per_day: 5e10}\n")
+    r = plan_cli(p, "--explain", "none")
+    assert "the trainer consumes 50,000,000,000 tokens a day, 5.8e+02x the 86,400,000 its rollouts generate" in r.err

@@ -1,6 +1,6 @@
 """Warnings about a scenario that plans but may not mean what it says: an inline model whose stated
-size disagrees with its own architecture, a context longer than the model supports, or measurements
-that no serving job can use. They are notes on stderr (planner.data.notes) and never change the plan."""
+size disagrees with its own architecture, a context longer than the model supports, an RL trainer
+sized for far more or fewer tokens than its rollouts make, or measurements that no serving job can use. They are notes on stderr (planner.data.notes) and never change the plan."""
 
 from __future__ import annotations
 
@@ -42,7 +42,28 @@ def advise(s: Scenario, cat: Catalog) -> None:
                  f"input + output of {request:,}: a request's own tokens are all in the KV cache by its last one, so "
                  f"the cache is sized for {request:,}; raise context_tokens to at least {request:,} (or shorten the "
                  "requests)")
+        _rl_tokens(i, job)
     unused_measurements(s)
+
+
+RL_TRAIN_OVER_GENERATED = (0.1, 8.0)
+"""On-policy RL (GRPO, PPO) trains on what its rollouts generate and their prompts, over 1-4 passes
+(PPO epochs), or on a tenth of them and more where rollouts are filtered (rejection sampling): a
+trainer that consumes far more or far less than that is sized for another job."""
+
+
+def _rl_tokens(i: int, job) -> None:
+    """Note an RL job whose trainer consumes far more or far less than its rollouts produce."""
+    if getattr(job, "stage", None) != "rl":
+        return
+    generated = job.rollout_tokens_per_s * 3600 * job.hours_per_day
+    ratio = job.train_tokens_per_day / generated
+    low, high = RL_TRAIN_OVER_GENERATED
+    if not low <= ratio <= high:
+        note(f"warning: jobs.{i} ({job.name}): the trainer consumes {job.train_tokens_per_day:,.0f} tokens a day, "
+             f"{ratio:,.2g}x the {generated:,.0f} its rollouts generate ({job.rollout_tokens_per_s:,g} tok/s for "
+             f"{job.hours_per_day:g} h); on-policy RL trains on its rollouts (with their prompts) over 1-4 passes, or "
+             f"on the ones a filter keeps: {low:g}-{high:g}x; check train_tokens_per_day and rollout_tokens_per_s")
 
 
 def _request_tokens(job) -> int:

@@ -12,6 +12,7 @@ from planner.data.errors import InputError, Problem, suggest
 from planner.data.export_rules import LICENSED_TARIFF, tariffed
 from planner.data.notes import note
 from planner.data.scenario import Scenario
+from planner.data.scenario_words import located
 
 
 def by_case(name: str, known) -> str | None:
@@ -210,7 +211,7 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     for check in (check_models, check_accelerators, check_providers, check_prices, check_inline_offers):
         problems += check(s, merged)
     if problems:
-        raise InputError(problems)
+        raise InputError(located(problems, s._source))
     cat = apply_scenario(s, base)
     problems = cat.check_references()
     if problems:

@@ -1,43 +1,32 @@
 """The scenario file: pydantic models, strict (unknown keys are errors, with "did you mean").
 
-A scenario is global settings (horizon, site, policy, budget, solver) and a list of jobs, each one of
-five stages: serve, finetune, pretrain, rl, edge. Defaults are documented on each field; `plan
-schema` prints the JSON Schema built from these models.
-"""
+A scenario is global settings (horizon, site, policy, budget, solver) and a list of jobs, each one of five
+stages: serve, finetune, pretrain, rl, edge. Each field documents its default; see `plan schema`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from planner.data.catalog import REGION_PATTERN, Model, Offer, PolicyAcquisition, Tier
 from planner.data.errors import InputError, Problem
+from planner.data.scenario_parts import (  # noqa: F401  (re-exported: the scenario's parts)
+    Budget,
+    HardwareTrend,
+    OwnedSystems,
+    PriceOverride,
+    Solver,
+    Strict,
+    YearBudget,
+)
 from planner.data.scenario_words import NAME_PATTERN, line_for, problem
 from planner.data.yamlio import Lines, load_yaml, read_text
 
 ServePrecision = Literal["bf16", "fp8", "int8", "int4", "fp4"]
 KVPrecision = Literal["bf16", "fp8", "int8"]
 Positive = Annotated[float, Field(gt=0, le=1e6)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_numbers(cls, data):
-        """`concurrent_users: true` is not 1: a YAML true/false is refused where a number belongs."""
-        if isinstance(data, dict):
-            for key, value in data.items():
-                field = cls.model_fields.get(key) if isinstance(key, str) else None
-                if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
-                    if "str" in str(field.annotation) and "float" not in str(field.annotation):
-                        raise ValueError(f"{key}: YAML reads yes/no/on/off/true/false as {str(value).lower()}, "
-                                         f"not as text; quote it: {key}: '...'")
-                    raise ValueError(f"{key}: {str(value).lower()} is not a number; write a number")
-        return data
 
 
 class Site(Strict):
@@ -103,50 +92,6 @@ class Policy(Strict):
             raise ValueError(f"discount_rate {self.discount_rate:g} is too small to compute with; "
                              "use 0 (no discounting) or at least 1e-6")
         return self
-
-
-class YearBudget(Strict):
-    year: int = Field(ge=1, description="the year of the horizon these caps apply to, from 1")
-    usd: Optional[float] = Field(None, ge=0, le=1e13, description="cap on that year's cost, USD")
-    capex_usd: Optional[float] = Field(None, ge=0, le=1e13, description="cap on that year's purchases, USD")
-    opex_usd: Optional[float] = Field(None, ge=0, le=1e13, description=(
-        "cap on that year's rentals, power, hosting and support, USD"))
-
-
-class Budget(Strict):
-    usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on annualised cost per year")
-    capex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on purchases paid per year")
-    opex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on rentals, power, hosting")
-    years: list[YearBudget] = Field(default_factory=list, description="per-year caps (multi-year plans)")
-    mode: Literal["min-cost", "max-coverage"] = Field(
-        "min-cost", description="max-coverage: serve as much weighted demand as the budget allows")
-
-
-class PriceOverride(Strict):
-    offer: str = Field(description="id of the catalog offer to change (see `plan catalog offers`)")
-    price_usd_per_hour: Optional[float] = Field(None, gt=0, le=1e6, description="new price, USD per system-hour")
-    purchase_usd: Optional[float] = Field(None, gt=0, le=1e10, description="new purchase price, USD per system")
-    useful_life_years: Optional[float] = Field(None, ge=0.5, le=50, description="new useful life of a purchase, years")
-    max_systems: Optional[int] = Field(None, ge=0, le=10_000_000, description="new availability cap, systems (0: none)")
-
-
-class HardwareTrend(Strict):
-    accelerator: str = Field("*", description="accelerator id, or '*' for every accelerator")
-    price_decline_per_year: float = Field(0.0, ge=0, lt=1, description="fraction per year")
-    available_from_year: int = Field(1, ge=1, description="first year of the horizon it can be bought or rented")
-    resale_fraction: Optional[float] = Field(None, ge=0, le=1, description=(
-        "what a bought system leaving the fleet fetches. Unset (the default): the used market's price, "
-        "about 0.61 x 0.72^age of a new one's and nothing past its useful life (physics.costs.exit_share). "
-        "A number: the straight-line book value instead, from the purchase price down to this fraction of "
-        "it at the end of the useful life (0: book value falling to nothing, not no resale)"))
-
-
-class Solver(Strict):
-    name: Literal["cbc", "highs"] = Field("cbc", description=(
-        "MILP solver: cbc (bundled, the default) or highs (HiGHS: highspy is installed with the tool)"))
-    time_limit_s: float = Field(60, gt=0, le=3600, description="seconds for the whole plan (--time-limit overrides)")
-    gap: float = Field(0.001, ge=0, le=1, description="relative optimality gap accepted")
-    threads: int = Field(1, ge=1, le=64, description="solver threads")
 
 
 class JobBase(Strict):
@@ -291,13 +236,21 @@ class RLJob(JobBase):
         "speed every rollout must generate at, tokens per second"))
     rollout_prompt_tokens: int = Field(2048, ge=1, le=10_000_000, description=(
         "longest prompt of a rollout in tokens; a rollout's prompt is a quarter of its context up to this"))
-    trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description="sequence length of the trainer's steps, tokens")
+    trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description=(
+        "sequence length of the trainer's steps, tokens (default: rollout_context_tokens, what a rollout holds)"))
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the trainer when method is lora")
     precision: ServePrecision = Field("bf16", description="weight precision of the rollout replicas")
     trainer_precision: Literal["bf16", "fp8"] = Field("bf16", description=(
         "the trainer's compute precision: bf16, or fp8 (an accelerator without FP8 matmuls runs it in bf16)"))
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24, description="hours per day the RL job runs, h")
+
+
+    @model_validator(mode="after")
+    def _trainer_sequence(self):  # (unset: the trainer trains on whole rollouts; the field stays unset)
+        if "trainer_sequence_tokens" not in self.model_fields_set:
+            object.__setattr__(self, "trainer_sequence_tokens", min(max(self.rollout_context_tokens, 128), 1_000_000))
+        return self
 
 
 class EdgeJob(JobBase):
@@ -314,14 +267,6 @@ class EdgeJob(JobBase):
 Job = Annotated[Union[ServeJob, FinetuneJob, PretrainJob, RLJob, EdgeJob], Field(discriminator="stage")]
 
 
-class OwnedSystems(Strict):
-    """Systems you already hold: used at no capital (sunk; no resale counted), their power, hosting and
-    operations paid as for any owned system (support and spares, a share of the purchase price: none)."""
-
-    system: str = Field(description="catalog system id (see `plan catalog systems`), e.g. h100-sxm-x8")
-    count: int = Field(ge=1, le=1_000_000, description="how many of that system you hold")
-
-
 class Scenario(Strict):
     name: str = Field(min_length=1, max_length=120, description="the scenario's name, shown in plan headlines")
     description: str = Field("", description="free text for readers of the file; the planner ignores it")
@@ -334,10 +279,8 @@ class Scenario(Strict):
     budget: Budget = Field(default_factory=Budget, description="caps on cost, USD per year or per year of the horizon")
     prices: list[PriceOverride] = Field(default_factory=list, description="override catalog offers by id")
     offers: list[Offer] = Field(default_factory=list, description="extra offers (quotes you hold)")
-    owned: list[OwnedSystems] = Field(default_factory=list, description=(
-        "hardware you already hold: each entry becomes an offer of that many systems at no purchase price "
-        "(provider 'owned'), which the policy's acquisition, provider, region and tier filters do not "
-        "exclude; the plan keeps what it uses and says what it leaves idle"))
+    owned: list[OwnedSystems] = Field(default_factory=list, description="hardware you already hold: an offer of that "
+                                      "many systems at no price (provider 'owned'), whatever policy.acquisition says")
     models: list[Model] = Field(default_factory=list, description="models defined inline")
     trends: list[HardwareTrend] = Field(default_factory=list, description="multi-year price/availability")
     solver: Solver = Field(default_factory=Solver, description="MILP solver settings: time limit, gap, threads")
@@ -345,6 +288,8 @@ class Scenario(Strict):
         "the work to plan for, at least one job; its 'stage' is serve, finetune, pretrain, rl or edge"))
     measurements: list[str] = Field(default_factory=list, description="CSV files of measured TPOT/TTFT "
                                     "(relative to this file) replacing the physics model where they have rows")
+
+    _source: tuple | None = PrivateAttr(default=None)  # (file, lines) it was read from: scenario_words.located
 
     @model_validator(mode="after")
     def _unique_names(self):
@@ -392,6 +337,7 @@ def load_scenario(path: str | Path) -> Scenario:
     text = read_text(path)
     data, lines = load_yaml(text, str(path))
     scenario = parse_scenario(data, lines, str(path))
+    scenario._source = (str(path), lines)
     if scenario.catalog and not Path(scenario.catalog).is_absolute():
         scenario.catalog = str((path.parent / scenario.catalog).resolve())
     scenario.measurements = [m if Path(m).is_absolute() else str((path.parent / m).resolve())

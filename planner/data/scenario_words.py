@@ -98,3 +98,17 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
     return Problem(f"{field_path}: {msg}", at, hint)
 
 
+def located(problems: list, source: tuple | None) -> list:
+    """Problems whose `where` starts with a field path ('jobs.0.model (chat)') with the file and line
+    of that field in front, for a scenario read from a file (`source`: its path and lines); a model,
+    accelerator or provider unknown to the catalog is found after parsing, without its line before."""
+    if source is None:
+        return problems
+    path, lines = source
+    out = []
+    for p in problems:
+        key = (p.where or "").split(" ")[0]
+        loc = tuple(int(k) if k.isdigit() else k for k in key.split(".")) if key else ()
+        line = line_for(loc, lines) if loc and not key.startswith(str(path)) else None
+        out.append(type(p)(p.message, f"{path}:{line}: {p.where}", p.hint) if line else p)
+    return out
