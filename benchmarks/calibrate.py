@@ -297,11 +297,13 @@ def training_fit_report(start: Calibration) -> Calibration:
     before = [r[4] for r in tr.ratio_errors(accs, models, start)]
     cal = fit_expert_exposure(fit_training(start, accs, models), accs, models)
     names = [n for n, _, _ in TRAIN_BOUNDS] + ["train_mfu", "train_ep_exposed"]
-    base = start.fitted_on.split("; training")[0]
+    base = start.fitted_on.split("; training")[0].split("; ep_efficiency")[0]
+    ep = start.fitted_on.split("; ep_efficiency", 1)
     cal = cal.with_(**{n: round(getattr(cal, n), 4) for n in names},
                     fitted_on=f"{base}; training factors {dt.date.today().isoformat()} on the "
                               f"{len(before)} MLPerf Training ratios of benchmarks/training_ratios.py, "
-                              f"its Megatron-Bridge anchor and its DeepSeek-V3 rates")
+                              f"its Megatron-Bridge anchor and its DeepSeek-V3 rates"
+                              + (f"; ep_efficiency{ep[1]}" if len(ep) > 1 else ""))
     after = [r[4] for r in tr.ratio_errors(accs, models, cal)]
     print(f"training before: {tr.summary(before)}")
     print(f"training after:  {tr.summary(after)} ({len(TRAIN_BOUNDS)} factors fitted on {len(after)} "
