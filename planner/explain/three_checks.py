@@ -176,7 +176,9 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
                 f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
         precision = getattr(job, "trainer_precision", None) or getattr(job, "precision", "bf16")
         return (f"run {what} of {job.model} in {precision} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
-                f"expect about {hours_text(p['hours_per_run'])} per run; count the days it takes to make it work")
+                f"expect about {hours_text(p['hours_per_run'])} per run with a tuned stack (the planner's rates are "
+                f"NeMo/Megatron-class: another framework took about 4x as long for the same 8x H100 LoRA in a public "
+                f"benchmark round); count the days it takes to make it work")
     return (f"run {job.model} at {job.precision} with {_engine(stack)} on one {acc} ({p['system']}): expect "
             f"{job.min_tokens_per_s:g} tok/s (planned {p['tokens_per_s_per_user']:.1f})")
 
