@@ -22,7 +22,8 @@ def test_a_run_that_pauses_for_a_part_day_job_takes_its_nights():
     assert sharing.given_way_hours(12, 168, 12, 24) == pytest.approx(12)  # exactly one night
     assert math.isinf(sharing.given_way_hours(1, 168, 24, 24))  # serving that never pauses
     assert sharing.beside_serving(35, 48, 12, 12) and not sharing.beside_serving(35, 72, 12, 12)
-    assert not sharing.beside_serving(35, 0, 12, 12)  # no deadline: it may always wait
+    assert not sharing.beside_serving(35, 0, 12, 12)  # no deadline: it may always wait...
+    assert sharing.beside_serving(35, 0, 12, 24)  # ...but not for serving that never pauses
 
 
 def test_a_daily_run_cannot_wait_out_a_two_month_run_nor_it_for_the_daily_one():

@@ -44,8 +44,10 @@ def given_way_hours(hours: float, own_period: float, busy: float, period: float)
 
 
 def can_give_way(hours: float, deadline: float, own_period: float, busy: float, period: float) -> bool:
-    """Whether a run of `hours` with `deadline` hours (0: none) may pause for that job and still meet it."""
-    return deadline <= 0 or given_way_hours(hours, own_period, busy, period) <= deadline * (1 + TOLERANCE)
+    """Whether a run of `hours` with `deadline` hours (0: none) may pause for that job and still meet it
+    (never for a job that holds the systems all the time, deadline or none)."""
+    wall = given_way_hours(hours, own_period, busy, period)
+    return math.isfinite(wall) and (deadline <= 0 or wall <= deadline * (1 + TOLERANCE))
 
 
 def beside_serving(hours: float, deadline: float, runs_per_year: float, hours_per_day: float) -> bool:

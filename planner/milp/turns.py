@@ -52,8 +52,7 @@ def pairs(fm) -> list[tuple[tuple[str, int], tuple[str, int], str]]:
         busy, free = max(b for b, _ in cycles), min(p - b for b, p in cycles)
         # a run that may give way to the longest stretch with the shortest gap, waiting it out first,
         # may give way to any run here: it is in no pair
-        runs = [r for r in runs if not (shape[r][1] <= 0 or free > 0 and sharing.given_way_hours(
-            shape[r][0], 0.0, busy, busy + free) <= shape[r][1])]
+        runs = [r for r in runs if not (free > 0 and sharing.can_give_way(shape[r][0], shape[r][1], 0.0, busy, busy + free))]
         for n, (da, ia) in enumerate(runs):
             for db, ib in runs[n + 1:]:
                 if fm.options.demands[da].job != fm.options.demands[db].job and \
