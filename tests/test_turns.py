@@ -75,8 +75,7 @@ def test_the_verifier_refuses_a_run_that_cannot_pause_and_has_no_room(plan_cli, 
     plan = planned_json(plan_cli, path, SCENARIO.replace("DEADLINE", "48"))
     serve, tune = _on_offer(plan, "assistant"), _on_offer(plan, "monthly-70b-lora")
     shared = [oid for oid in tune if oid in serve]
-    if not shared:
-        pytest.skip("the plan runs the fine-tune on other systems than the serving")
+    assert shared, "the plan runs the fine-tune on the serving's systems (beside it, on a second box)"
     bad = copy.deepcopy(plan)
     for f in bad["fleet"]:
         if f["offer"] == shared[0]:
