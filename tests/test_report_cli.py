@@ -246,3 +246,25 @@ def test_the_years_table_names_each_budget_cap_of_a_year():
     row = year_rows(plan)[0]
     assert row["budget_usd"] == f"capex {2 * y['capex_usd']:,.0f}; opex {4 * y['opex_usd']:,.0f}"
     assert row["used"] == "capex 50%; opex 25%"
+
+
+def test_a_plan_and_a_sweep_export_csv_for_a_spreadsheet(plan_cli, tmp_path):
+    """Finance asked for CSV (the scripting review): --format csv writes the plan's fleet rows with
+    each price's source and date, a sweep's rows, and an infeasible scenario's relaxations; a
+    Monte-Carlo sweep has no CSV view (exit 2)."""
+    import csv
+    import io
+
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "csv", "--explain", "none")
+    assert r.code == 0
+    (row,) = list(csv.DictReader(io.StringIO(r.out)))
+    assert row["system"] == "h200-nvl-x4" and float(row["cost_usd_per_year"]) == pytest.approx(135_670.91)
+    assert row["price_source"] and row["price_as_of"]
+    s = plan_cli("sweep", SCENARIOS / "bank.yaml", "--set", "jobs.0.concurrent_users=100,200", "--format", "csv", "-q")
+    rows = list(csv.DictReader(io.StringIO(s.out)))
+    assert s.code == 0 and [r["jobs.0.concurrent_users"] for r in rows] == ["100", "200"] and rows[0]["unmet"] == ""
+    inf = plan_cli(SCENARIOS / "over-budget.yaml", "--format", "csv")
+    assert inf.code == 3 and "budget.usd_per_year,60000.0,135671.0" in inf.out
+    mc = plan_cli("sweep", SCENARIOS / "bank.yaml", "--samples", "2", "--vary", "jobs.0.concurrent_users=uniform(-10,10)",
+                  "--format", "csv")
+    assert mc.code == 2 and "no CSV view" in mc.err

@@ -22,6 +22,7 @@ class Format(str, Enum):
     json = "json"
     markdown = "markdown"
     html = "html"
+    csv = "csv"
 
 
 class CompareFormat(str, Enum):

@@ -55,8 +55,9 @@ def _measured(paths: Optional[List[Path]]) -> tuple[str, ...]:
 @app.command("run")
 def run_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown or html (one "
-                                                                   "self-contained file with charts)"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown, html (one "
+                                                                   "self-contained file with charts) or csv (the "
+                                                                   "fleet rows, for a spreadsheet)"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the plan to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
@@ -236,8 +237,8 @@ def sweep_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="PATH=V1,V2,... a dotted path into the scenario "
                                                                  "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown or html (a chart of "
-                                                                   "cost against the first --set)"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown, html (a chart of "
+                                                                   "cost against the first --set) or csv"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),

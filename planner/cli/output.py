@@ -109,6 +109,21 @@ def csv_safe(rows: list[dict]) -> list[dict]:
             for r in rows]
 
 
+def csv_text(rows: list[dict], columns: list[str] | None = None) -> str:
+    """Rows as CSV (csv_safe: no cell a spreadsheet would run as a formula), the columns in order."""
+    import pandas as pd
+
+    rows = [{k: None if v == "-" else v for k, v in r.items()} for r in rows]  # (a table's "none" is an empty cell)
+    frame = pd.DataFrame(csv_safe(rows), columns=columns) if columns else pd.DataFrame(csv_safe(rows))
+    return frame.to_csv(index=False)
+
+
+PLAN_CSV = ["system", "accelerator", "acquisition", "provider", "region", "tier", "offer", "systems", "accelerators",
+            "cost_usd_per_year", "purchase_usd", "power_kw", "price_source", "price_as_of"]
+"""the columns of `plan --format csv`: one row per fleet row (a multi-year plan's final year), the
+catalog's source and date of each price"""
+
+
 def emit(text: str, output: Path | None, force: bool) -> None:
     """Write to stdout, or atomically to --output (checked again just before the write). Control
     characters from names in the scenario (terminal escape sequences, carriage returns) are shown

@@ -59,7 +59,7 @@ def run_plan(req: RunRequest, write: Callable[[str], None]) -> dict:
                  "relax": exc.diagnosis.relaxations, **({"cut_short": [DIAGNOSIS_CUT]} if exc.diagnosis.cut_short else {})}
         if req.fmt == "json":
             write(tables.to_json(found))
-        elif req.fmt in ("markdown", "html") or req.to_file:  # (on a terminal, stderr has the diagnosis)
+        elif req.fmt in ("markdown", "html", "csv") or req.to_file:  # (on a terminal, stderr has the diagnosis)
             write(render_infeasible(found, req.fmt))
         raise
     _warnings(plan)
@@ -81,6 +81,10 @@ def render(plan: dict, req: RunRequest) -> str:
         return plan_html(plan)
     if req.fmt == "json":
         return tables.to_json(plan)
+    if req.fmt == "csv":
+        from planner.cli.output import PLAN_CSV, csv_text
+
+        return csv_text(plan["fleet"], PLAN_CSV)
     from planner.cli import render as report
 
     return report.plan_markdown(plan) if req.fmt == "markdown" else report.plan_text(plan, width)
@@ -93,6 +97,10 @@ def render_infeasible(found: dict, fmt: str) -> str:
              "unit": r["unit"], "what to do": r["message"]} for r in found["relax"]]
     columns = ["constraint", "current", "suggested", "unit", "what to do"]
     title = f"No plan for {Path(found['scenario']).name}: infeasible"
+    if fmt == "csv":
+        from planner.cli.output import csv_text
+
+        return csv_text(rows, columns)
     if fmt == "html":
         from planner.cli.html import infeasible_html
 

@@ -46,8 +46,8 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
     if req.montecarlo:
         from planner.app import montecarlo
 
-        if req.fmt == "html":
-            raise InputError(Problem("a Monte-Carlo sweep has no HTML view", "--format html",
+        if req.fmt in ("html", "csv"):
+            raise InputError(Problem(f"a Monte-Carlo sweep has no {req.fmt.upper()} view", f"--format {req.fmt}",
                                      "use --format table, markdown or json"))
         if req.sets:
             raise InputError(Problem("--set and --samples/--vary do not mix", "--set",
@@ -69,12 +69,16 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
         from planner.cli.html import sweep_html
 
         text = sweep_html(entries, sweep.rows(entries), sweep.columns(entries), closing, req.scenario.name)
+    elif req.fmt == "csv":
+        from planner.cli.output import csv_text
+
+        text = csv_text(sweep.rows(entries), sweep.columns(entries))
     else:
         rows, cols = sweep.rows(entries), sweep.columns(entries)
         body = tables.markdown_table(rows, cols) if req.fmt == "markdown" else tables.table(rows, cols)
         text = body + "\n\n" + closing + "\n"
     write(text)
-    if req.fmt in ("json", "html") and not req.quiet:
+    if req.fmt in ("json", "html", "csv") and not req.quiet:
         typer.echo(closing, err=True)
     failed = [e for e in entries if e["summary"]["status"] in sweep.FAILED]
     if failed:
