@@ -155,3 +155,14 @@ def test_report_renders_in_headless_chromium(what, plan_cli, tmp_path):
     top = img.crop((0, 0, 1280, 1000))
     assert ImageStat.Stat(top).stddev[0] > 20, "the screenshot is blank"
     assert len(img.getcolors(1 << 16) or range(1 << 16)) > 50  # text, bars and lines in many shades
+
+
+def test_a_bar_chart_label_is_never_cut_off():
+    """'36x mi300x-x1 on-demand' ran off the chart's left edge (the new-user review): the labels'
+    column is as wide as the longest label."""
+    from planner.cli import svg
+
+    label = "36x mi300x-x1 on-demand (runpod)"
+    out = svg.hbar([(label, 100.0), ("b", 50.0)], "t")
+    x = float(out.split(f'text-anchor="end" fill="#2d3748">{label}')[0].rsplit('x="', 1)[1].split('"')[0])
+    assert x >= 7 * len(label)

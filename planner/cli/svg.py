@@ -56,8 +56,11 @@ def _open(width: int, height: int, title: str) -> list[str]:
 
 
 def hbar(items: list[tuple[str, float]], title: str, width: int = 540, fmt=money, note: str = "") -> str:
-    """Horizontal bars, one per (label, value), largest first as given; values >= 0."""
-    row, top, left = 24, 30, 150
+    """Horizontal bars, one per (label, value), largest first as given; values >= 0. The labels'
+    column is as wide as the longest label (about 7 px a character at 12 px), never cut off."""
+    row, top = 24, 30
+    left = max(150, 16 + 7 * max((len(label) for label, _ in items), default=0))
+    width = max(width, left + 260)
     height = top + row * max(len(items), 1) + (34 if note else 20)
     out = _open(width, height, title)
     vmax = max((v for _, v in items), default=0) or 1.0
