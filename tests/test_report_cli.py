@@ -268,3 +268,12 @@ def test_a_plan_and_a_sweep_export_csv_for_a_spreadsheet(plan_cli, tmp_path):
     mc = plan_cli("sweep", SCENARIOS / "bank.yaml", "--samples", "2", "--vary", "jobs.0.concurrent_users=uniform(-10,10)",
                   "--format", "csv")
     assert mc.code == 2 and "no CSV view" in mc.err
+
+
+def test_compare_writes_to_a_file_and_never_over_one(plan_cli, tmp_path):
+    """plan compare had no -o/--output, unlike run and sweep (the scripting review)."""
+    out = tmp_path / "cmp.md"
+    r = plan_cli("compare", SCENARIOS / "bank.yaml", SCENARIOS / "mixed.yaml", "--format", "markdown", "-o", out)
+    assert r.code == 0 and out.read_text().startswith("|  | A: bank.yaml | B: mixed.yaml | B - A |")
+    again = plan_cli("compare", SCENARIOS / "bank.yaml", SCENARIOS / "mixed.yaml", "-o", out)
+    assert again.code == 2 and "already exists" in again.err

@@ -276,20 +276,24 @@ def compare_cmd(
     catalog: Optional[List[Path]] = CatalogOpt,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="wall-clock seconds per plan"),
     measurements: Optional[List[Path]] = MeasurementsOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
 ):
     """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens. --measurements
     apply to each scenario solved now: plan compare modelled.json SCENARIO --measurements m.csv shows
     what your measurements change."""
     from planner.app import compare
 
+    check_output(output, force, (a, b, *(catalog or ()), *(measurements or ())))  # never over an input
     result = compare.compare_plans(a, b, tuple(str(c) for c in catalog or ()), time_limit, _measured(measurements))
     if fmt == CompareFormat.json:
-        typer.echo(tables.to_json(result), nl=False)
+        emit(tables.to_json(result), output, force)
         return
     names = ("A: " + a.name, "B: " + b.name)
     rows = compare.compare_rows(result, names)
     cols = ["", *names, "B - A"]
-    typer.echo(tables.markdown_table(rows, cols) if fmt == CompareFormat.markdown else tables.table(rows, cols))
+    table = tables.markdown_table(rows, cols) if fmt == CompareFormat.markdown else tables.table(rows, cols)
+    emit(table if table.endswith("\n") else table + "\n", output, force)
     if result.get("warning"):
         typer.echo(f"warning: {result['warning']}", err=True)
 
