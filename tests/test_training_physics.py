@@ -213,3 +213,16 @@ def test_an_rl_trainer_trains_whole_rollouts_and_a_mismatched_one_is_warned(plan
                  " rollout_context_tokens: 4096, train_tokens_per_day: 5e10}\n")
     r = plan_cli(p, "--explain", "none")
     assert "the trainer consumes 50,000,000,000 tokens a day, 5.8e+02x the 86,400,000 its rollouts generate" in r.err
+
+
+def test_a_large_run_loses_time_to_interruptions():
+    """Plans left no margin for failures on long runs at scale (the training review): Llama 3's 405B
+    run lost about a tenth of 54 days on 16,384 H100 to 419 interruptions, and goodput(n) charges
+    that, growing with the accelerators (under 1% at 1,024)."""
+    from planner.physics import training
+
+    assert training.goodput(16384) == pytest.approx(0.904, abs=0.01)
+    assert training.goodput(1024) > 0.99 and training.goodput(8) > 0.9999
+    m, h100 = MODELS["llama-3.1-70b"], ACCS["h100-sxm"]
+    per_gpu_hour = lambda n: training.estimate(m, h100, "pretrain", 1e12, n, seq=8192).hours * n  # noqa: E731
+    assert per_gpu_hour(16384) > per_gpu_hour(1024) * 1.05
