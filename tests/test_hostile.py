@@ -212,3 +212,19 @@ def test_an_unknown_name_found_after_parsing_points_at_its_line(plan_cli, tmp_pa
     assert r.code == 2
     assert f"{p}:4: jobs.0.model (chat): unknown model 'llama-3-70b'" in r.err
     assert f"{p}:2: policy.providers" in r.err and "did you mean 'runpod'" in r.err
+
+
+def test_a_value_written_with_capitals_is_read_lower_case_with_a_note(plan_cli, tmp_path):
+    """README says ids with capitals are read as the catalog's, but 'precision: FP8', 'region: EU'
+    and 'redundancy: N+1' were refused (the new-user review): they are read lower-case, each with a
+    note on stderr, and a word that is wrong in any case is still exit 2."""
+    p = tmp_path / "caps.yaml"
+    p.write_text("name: t\nsite: {region: US}\npolicy: {redundancy: N+1, acquisition: [Buy, On-Demand]}\njobs:\n"
+                 "  - {name: chat, stage: serve, model: llama-3.1-8b, precision: FP8, concurrent_users: 5}\n")
+    r = plan_cli(p, "--format", "json", "--explain", "none")
+    assert r.code == 0, r.err
+    for word, read in (("N+1", "n+1"), ("FP8", "fp8"), ("US", "us"), ("On-Demand", "on-demand")):
+        assert f"'{word}' is read as '{read}'" in r.err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(p.read_text().replace("FP8", "FP9"))
+    assert plan_cli(bad).code == 2

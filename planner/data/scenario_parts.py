@@ -4,9 +4,11 @@ solver settings and the systems already owned. planner.data.scenario re-exports 
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Optional, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.data.notes import note
 
 
 class Strict(BaseModel):
@@ -24,7 +26,40 @@ class Strict(BaseModel):
                         raise ValueError(f"{key}: YAML reads yes/no/on/off/true/false as {str(value).lower()}, "
                                          f"not as text; quote it: {key}: '...'")
                     raise ValueError(f"{key}: {str(value).lower()} is not a number; write a number")
+            data = {key: _lower_case(key, value, cls.model_fields.get(key)) if isinstance(key, str) else value
+                    for key, value in data.items()}
         return data
+
+
+LOWER_CASE_FIELDS = ("region", "regions")
+"""text fields whose values are lower-case by pattern, not by a list of choices"""
+
+
+def _choices(annotation) -> set[str]:
+    """The lower-case words a field's Literal (or list or Optional of one) allows."""
+    out: set[str] = set()
+    if get_origin(annotation) is Literal:
+        return {a for a in get_args(annotation) if isinstance(a, str)}
+    for arg in get_args(annotation):
+        out |= _choices(arg)
+    return out
+
+
+def _lower_case(key: str, value, field):
+    """A value written with capitals ('FP8', 'N+1', 'EU') read as the lower-case word the field takes,
+    with a note on stderr, as catalog ids are (data.consistency); anything else unchanged."""
+    if field is None:
+        return value
+    allowed = _choices(field.annotation)
+    if not allowed and key not in LOWER_CASE_FIELDS:
+        return value
+
+    def one(v):
+        if isinstance(v, str) and v != v.lower() and (v.lower() in allowed or key in LOWER_CASE_FIELDS):
+            note(f"note: {key} '{v}' is read as '{v.lower()}' (values are lower-case)")
+            return v.lower()
+        return v
+    return [one(v) for v in value] if isinstance(value, list) else one(value)
 
 
 class YearBudget(Strict):
