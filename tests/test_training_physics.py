@@ -226,3 +226,19 @@ def test_a_large_run_loses_time_to_interruptions():
     m, h100 = MODELS["llama-3.1-70b"], ACCS["h100-sxm"]
     per_gpu_hour = lambda n: training.estimate(m, h100, "pretrain", 1e12, n, seq=8192).hours * n  # noqa: E731
     assert per_gpu_hour(16384) > per_gpu_hour(1024) * 1.05
+
+
+def test_qlora_runs_only_where_bitsandbytes_does():
+    """QLoRA was placed on TPU v7 'with MaxText' (the training review), a recipe that does not exist:
+    its NF4 base is bitsandbytes', CUDA and ROCm only."""
+    from planner.data.catalog import load_catalog
+    from planner.options.batch import batch_configs
+
+    cat = load_catalog()
+    m = cat.models["llama-3.1-8b"]
+    tpu = next(s for s in cat.systems.values() if cat.accelerators[s.accelerator].stack == "xla")
+    h100 = cat.systems["h100-sxm-x8"]
+    none, why = batch_configs(m, cat.accelerators[tpu.accelerator], tpu, "qlora", 1e8, 2048, 16, "bf16", 72, "d")
+    assert not none and "bitsandbytes" in why and "method: lora" in why
+    assert batch_configs(m, cat.accelerators["h100-sxm"], h100, "qlora", 1e8, 2048, 16, "bf16", 72, "d")[0]
+    assert batch_configs(m, cat.accelerators[tpu.accelerator], tpu, "lora", 1e8, 2048, 16, "bf16", 72, "d")[0]

@@ -10,6 +10,9 @@ from planner.options.types import BatchOption
 from planner.physics import training
 
 BATCH_COUNTS = tuple(2 ** k for k in range(18))  # accelerators per training run: 1 .. 131072
+QLORA_STACKS = ("cuda", "rocm")
+"""where QLoRA runs: its NF4 base is bitsandbytes' (CUDA, and ROCm builds); a TPU, Trainium or Gaudi
+recipe fine-tunes with LoRA on a bf16 base instead (the training review: QLoRA placed on TPU v7)"""
 
 
 def batch_counts(system: System) -> list[int]:
@@ -26,6 +29,9 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     count if it uses whole systems better. A run spans several systems only if they scale out; on
     several, the fewest whole systems (_fewest_systems: 24 nodes where 16 are too slow and 32 more
     than needed, not 32), and the next count of batch_counts beside it."""
+    if method == "qlora" and acc.stack not in QLORA_STACKS:
+        return [], (f"qlora's NF4 base needs bitsandbytes, which runs on {' and '.join(QLORA_STACKS)}, not "
+                    f"{acc.stack}; use method: lora there")
     need = training.accelerators_min(m, acc, method, seq, rank)
     if need == 0:
         return [], f"{method} of {m.id} does not fit on any number of {acc.id} ({acc.memory_gb:g} GiB)"
