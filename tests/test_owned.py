@@ -31,6 +31,8 @@ def test_owned_systems_are_used_at_no_capital_and_said_so(plan_cli, tmp_path):
     assert held[0]["purchase_usd"] in (0, 0.0, None)
     r = plan_cli(path, "--explain", "brief")
     assert r.code == 0 and "Keep " in r.out and "you own" in r.out and "Buy " not in r.out
+    full = plan_cli(path, "--explain", "none").out
+    assert any(line.split()[3:5] == ["owned", "owned"] for line in full.splitlines() if "h100-sxm-x8" in line)
     if held[0]["systems"] < 2:
         assert "Of the systems you own, 1x h100-sxm-x8 is not needed" in " ".join(r.out.split())
     out = tmp_path / "plan.json"

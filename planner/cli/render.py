@@ -9,6 +9,7 @@ import math
 
 from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
+from planner.data.catalog import OWNED_PROVIDER
 from planner.data.money import unit_cost_text, usd
 
 FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
@@ -23,8 +24,10 @@ PLACEMENT_HEADERS = {"accelerators_per_replica": "acc/rep", "tensor_parallel": "
 
 
 def fleet_rows(plan: dict) -> list[dict]:
-    """The fleet table's rows: a hosted API holds no systems nor GPUs ('-', not 0: it is billed per token)."""
-    return [{**f, "systems": None, "accelerators": None} if f["acquisition"] == "api" else f for f in plan["fleet"]]
+    """The fleet table's rows: a hosted API holds no systems nor GPUs ('-', not 0: it is billed per token);
+    systems already owned show as owned (the JSON keeps acquisition buy, provider owned)."""
+    return [{**f, "systems": None, "accelerators": None} if f["acquisition"] == "api" else
+            {**f, "acquisition": "owned"} if f["provider"] == OWNED_PROVIDER else f for f in plan["fleet"]]
 
 
 UNQUOTED = ("ESTIMATE", "ASSUMPTION")
