@@ -54,3 +54,17 @@ def test_an_unknown_owned_system_is_exit_2_with_a_suggestion(plan_cli, tmp_path)
     p.write_text(SCENARIO.replace("H100-SXM-x8", "h100-sxm-x9"))
     r = plan_cli("validate", p)
     assert r.code == 2 and "owned.0.system" in r.err and "h100-sxm-x8" in r.err
+
+
+def test_owned_systems_are_there_from_year_one_whatever_the_trends(plan_cli, tmp_path):
+    """A trend that makes every accelerator available from year 2 does not hold back the systems you
+    already own: they serve from year 1, and none more of them appear later."""
+    text = ("name: owned-trend\nhorizon_years: 3\nsite: {ownership: on-prem, cooling: air}\n"
+            "policy: {acquisition: [buy, on-demand], stacks: [cuda]}\nowned:\n  - {system: h100-sxm-x8, count: 1}\n"
+            "trends: [{accelerator: '*', price_decline_per_year: 0.2, available_from_year: 2}]\n"
+            "jobs:\n  - {name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 100,"
+            " min_tokens_per_s_per_user: 20}\n")
+    plan = planned_json(plan_cli, tmp_path / "t.yaml", text)
+    first = plan["years"][0]
+    assert any(p["offer"] == "h100-sxm-x8-owned" for p in first["purchases"])
+    assert not any(p["offer"] == "h100-sxm-x8-owned" for y in plan["years"][1:] for p in y["purchases"])

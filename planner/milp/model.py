@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from planner.data.catalog import is_held
 from planner.data.jobs import demands_of_job
 from planner.data.years import Trend, life_years, trend_for
 from planner.milp.registry import Registry
@@ -100,6 +101,10 @@ class FleetModel(Registry):
         return (1.0 - self.trend(oid).decline) ** (year - 1)
 
     def acquirable(self, oid: str) -> list[int]:
+        """Years offer oid may be acquired in: from its trend's available_from; systems already owned
+        (catalog.is_held) in the first year only, whatever the trends (they are there; none more come)."""
+        if is_held(self.offer(oid)):
+            return self.years[:1]
         return [t for t in self.years if t >= self.trend(oid).available_from]
 
     def active(self, oid: str, bought: int, year: int) -> bool:
