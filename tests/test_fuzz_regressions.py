@@ -247,3 +247,21 @@ def test_an_rl_trainer_that_misses_its_day_is_diagnosed_with_its_own_keys(plan_c
     lower = relaxed[12]
     assert lower["constraint"] == "jobs.grpo.train_tokens_per_day" and lower["suggested"] < 1e14
     assert lower["message"].startswith("lower jobs.grpo.train_tokens_per_day to at most")
+
+
+def test_a_run_costing_a_cent_a_year_passes_the_verifier(plan_cli, tmp_path):
+    """fuzz seed 9001 case 140: a 20,100-token fine-tune costing $0.01 a year over 1.46 runs. The plan
+    said $0.00 per run (its unrounded cost over the runs), the verifier recomputed $0.0068 from the
+    cost stated to the cent and refused the plan (exit 1): half a cent over the runs is rounding."""
+    body = ("name: f\nhorizon_years: 5\nsite: {cooling: liquid, power_usd_per_kwh: 0.261}\n"
+            "policy: {stacks: [gaudi, metal, rocm]}\njobs:\n"
+            "  - {name: tune-0, stage: finetune, model: qwen3-8b, method: full, dataset_tokens: 20100.0, epochs: 3,"
+            " runs_per_year: 1, max_hours_per_run: 24, sequence_tokens: 3800, growth_per_year: 0.1}\n"
+            "  - {name: edge-1, stage: edge, model: llama-4-scout, devices: 484, device: any, precision: int8,"
+            " context_tokens: 8801, min_tokens_per_s: 10, growth_per_year: 0.1}\n")
+    path = tmp_path / "f.yaml"
+    path.write_text(body)
+    res = plan_cli(path, "--explain", "none", "--format", "json")
+    assert res.code == 0, res.err
+    (tune,) = [j for j in json.loads(res.out)["jobs"] if j["name"] == "tune-0"]
+    assert tune["unit_cost"]["usd_per_run"] <= 0.01
