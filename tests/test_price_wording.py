@@ -69,3 +69,18 @@ def test_an_api_served_jobs_unit_cost_says_token_prices_not_capital(tmp_path, pl
     assert job["checks"]["unit_cost"].endswith("per concurrent user-year at the API's token prices")
     bank = shipped_plan("bank.yaml")[1]["jobs"][0]["checks"]["unit_cost"]
     assert "capital, power and hosting included" in bank
+
+
+def test_a_part_day_rental_of_whole_nodes_says_what_it_assumes(plan_cli, tmp_path):
+    """On-demand rentals are charged for hours_per_day only, which assumes an 8-GPU node can be given
+    back each evening and won again each morning (the new-user review): the plan says so, and a job
+    running 24 h a day gets no such line."""
+    text = ("name: part-day\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], stacks: [cuda], "
+            "providers: [lambda]}\njobs:\n  - {name: office, stage: serve, model: llama-3.1-405b, precision: fp8, "
+            "concurrent_users: 100, min_tokens_per_s_per_user: 20, hours_per_day: 10}\n")
+    path = tmp_path / "pd.yaml"
+    path.write_text(text)
+    out = " ".join(plan_cli(path, "--explain", "none").out.split())
+    assert "only 10 h a day: that assumes the capacity is given back each day and won again the next" in out
+    path.write_text(text.replace("hours_per_day: 10", "hours_per_day: 24"))
+    assert "given back each day" not in " ".join(plan_cli(path, "--explain", "none").out.split())

@@ -275,7 +275,7 @@ def summary(plan: dict, s) -> str:
         delta = nb["cost_delta_usd_per_year"]
         text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${delta:,.0f} more per year." if delta > 0 else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap.")
-    text += _idle_owned(plan, s)
+    text += _idle_owned(plan, s) + _part_day_rentals(plan, s)
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:
         text += " Binding: " + "; ".join(e["message"] for e in binding) + "."
@@ -302,6 +302,29 @@ def _idle_owned(plan: dict, s) -> str:
         return ""
     return (f" Of the systems you own, {listed(idle)} {'is' if len(idle) == 1 and idle[0].startswith('1x') else 'are'} "
             "not needed: the plan is cheaper without their power and hosting (sell or repurpose them).")
+
+
+PART_DAY_NODE = 8
+"""accelerators per system from which a part-day on-demand rental is flagged: whole 8-GPU nodes are
+the capacity a GPU cloud most often has none of on demand (economics.md s5a)"""
+
+
+def _part_day_rentals(plan: dict, s) -> str:
+    """' On demand 1x h100-sxm-x8 (nebius) is rented only 12 h a day: ...' for on-demand rentals of
+    whole nodes that only part-day jobs use: their cost assumes the capacity is given back each day
+    and won again the next (the new-user review)."""
+    hours = {j.name: getattr(j, "hours_per_day", 24.0) for j in s.jobs}
+    busy: dict[str, float] = {}
+    for job in plan["jobs"]:
+        for p in job["placements"]:
+            busy[p["offer"]] = max(busy.get(p["offer"], 0.0), hours.get(job["name"], 24.0))
+    rows = [f"{f['systems']}x {f['system']} ({f['provider']}) only {busy[f['offer']]:g} h a day"
+            for f in plan["fleet"] if f["acquisition"] == "on-demand" and f["offer"] in busy
+            and busy[f["offer"]] < 24 and f["accelerators"] >= PART_DAY_NODE * f["systems"]]
+    if not rows:
+        return ""
+    return (f" Rented on demand {listed(rows)}: that assumes the capacity is given back each day and won again "
+            "the next; reserve it (or set the jobs' hours_per_day to 24) where it may not be.")
 
 
 def _fleet(fleet: list[dict]) -> str:
