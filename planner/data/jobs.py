@@ -200,6 +200,11 @@ def _scaled(count: int, g: float) -> int:
     return count if g == 1 else math.ceil(count * g - 1e-9)
 
 
+def train_precision(job) -> str:
+    """The precision a training job computes in: an RL job's trainer_precision, else its precision."""
+    return getattr(job, "trainer_precision", None) or getattr(job, "precision", "bf16")
+
+
 def demands_of_job(job, year: int = 1) -> list[Demand]:
     """The demands a job makes in `year` (its stated size times demand_factor)."""
     g = demand_factor(job, year)
@@ -211,7 +216,7 @@ def demands_of_job(job, year: int = 1) -> list[Demand]:
                        workload=wl, requests_per_s=None if rate is None else rate * g, **base)
                 for key, wl, users, rate in serve_parts(job)]
     if isinstance(job, FinetuneJob):
-        run = TrainRun(job.method, job.dataset_tokens * job.epochs, job.sequence_tokens, job.lora_rank, job.precision)
+        run = TrainRun(job.method, job.dataset_tokens * job.epochs, job.sequence_tokens, job.lora_rank, train_precision(job))
         return [Demand(job.name, kind="batch", runs_per_year=job.runs_per_year * g,
                        max_hours_per_run=job.max_hours_per_run, train=run, **base)]
     if isinstance(job, PretrainJob):
@@ -221,7 +226,7 @@ def demands_of_job(job, year: int = 1) -> list[Demand]:
     if isinstance(job, RLJob):
         users = math.ceil(job.rollout_tokens_per_s / job.min_tokens_per_s_per_rollout)
         run = TrainRun("full" if job.method == "full" else "lora", job.train_tokens_per_day,
-                       job.trainer_sequence_tokens, job.lora_rank, job.trainer_precision)
+                       job.trainer_sequence_tokens, job.lora_rank, train_precision(job))
         return [Demand(f"{job.name}/rollout", kind="serve", users=_scaled(users, g), hours_per_day=job.hours_per_day,
                        min_tokens_per_s=job.min_tokens_per_s_per_rollout, workload=rollout_workload(job), **base),
                 Demand(f"{job.name}/trainer", kind="batch", runs_per_year=DAYS_PER_YEAR * g,

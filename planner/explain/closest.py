@@ -74,7 +74,7 @@ def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
               "rl": lambda: job.train_tokens_per_day}[job.stage]()
     seq = getattr(job, "sequence_tokens", 8192)
     rank = getattr(job, "lora_rank", 16)
-    precision = getattr(job, "trainer_precision", None) or getattr(job, "precision", "bf16")
+    precision = jobs.train_precision(job)
     best = None
     for sid in sorted({o.system for o in opts.offers.values()}):
         system = cat.systems[sid]

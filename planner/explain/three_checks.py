@@ -174,7 +174,7 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
         method = "pretrain" if job.stage == "pretrain" else job.method
         what = ("pretraining" if job.stage == "pretrain" else
                 f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
-        precision = getattr(job, "trainer_precision", None) or getattr(job, "precision", "bf16")
+        precision = jobs.train_precision(job)
         return (f"run {what} of {job.model} in {precision} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
                 f"expect about {hours_text(p['hours_per_run'])} per run with a tuned stack (the planner's rates are "
                 f"NeMo/Megatron-class: another framework took about 4x as long for the same 8x H100 LoRA in a public "

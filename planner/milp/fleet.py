@@ -171,8 +171,11 @@ def define_batch_variables(fm: FleetModel) -> None:
         for i, oid in pairs:
             opt, o = fm.options.batch[dk][i], fm.offer(oid)
             system = fm.system_of(oid)
+            beside = turns.beside(fm, dk, i, oid, on) if costs.is_owned(o) else set()
             placed = costs.is_owned(o) and (opt.accelerators > system.accelerators or (dk, i, oid) in paired
-                                            or bool(turns.beside(fm, dk, i, oid, on)))
+                                            or bool(beside))
+            if placed:
+                fm.turn_beside[(dk, i, oid)] = beside
             for t in _years_of(fm, oid):
                 runs = fm.demand_at(dk, t)
                 v = fm.var(fm.x, (dk, i, oid, t), "Continuous", 0, 1)

@@ -62,6 +62,8 @@ class FleetModel(Registry):
     batch_pairs: dict = field(default_factory=dict)
     turn_pairs: list = field(default_factory=list)
     """runs of two jobs on one owned offer that must fit side by side (turns.pairs)"""
+    turn_beside: dict = field(default_factory=dict)
+    """(demand, option, offer) of a placed run -> the serving demands it must fit beside (turns.beside)"""
     pairs_pruned: int = 0
     keep_pairs: dict | None = None
     """demand -> pairs a shortlist must keep (prune.py: those the full model's LP relaxation uses)"""

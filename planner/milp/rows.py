@@ -39,7 +39,7 @@ import pulp
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.data.years import year_caps
-from planner.milp import pooling, turns
+from planner.milp import pooling
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
 from planner.milp.registry import COVERAGE_WEIGHT, ELASTIC_PENALTY, TIE_BREAK_USD, affine
@@ -112,8 +112,7 @@ def define_capacity_constraints(fm) -> None:
             fm.add("hours", (oid, t), affine(hours) <= HOURS * per * held)
         if len(fm.held_terms[(oid, t)]) > 1 and (oid, t) not in edge:  # several purchase years: the cap
             fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))  # holds for the sum
-    on = turns.serving_on(fm)
-    blocked = {(dk, i, oid): turns.beside(fm, dk, i, oid, on) for (dk, i, oid, _) in fm.b}
+    blocked = fm.turn_beside  # (found once, where the placements' b were made: fleet.define_batch_variables)
     for (dk, i, oid, t), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
         need = fm.options.batch[dk][i].accelerators
