@@ -109,6 +109,7 @@ def test_ids_with_capitals_are_read_as_the_catalog_ids_with_a_note(plan_cli, tmp
     assert "'Llama-3.1-8B' is read as 'llama-3.1-8b'" in res.err and "'H100-SXM' is read as 'h100-sxm'" in res.err
     plan = json.loads(res.out)
     assert plan["jobs"][0]["model"] == "llama-3.1-8b"
+    assert plan["notes"] == notes  # a script that keeps only the JSON keeps the notes too
     assert {f["accelerator"] for f in plan["fleet"]} == {"h100-sxm"} and {f["provider"] for f in plan["fleet"]} == {"lambda"}
     assert plan_cli("validate", path).err.count("note:") == 3
 
@@ -119,6 +120,8 @@ def test_an_allowed_acquisition_mode_without_any_offer_is_warned_about(plan_cli,
     assert res.code == 0, res.err
     warning = [line for line in res.err.splitlines() if line.startswith("warning:")]
     assert len(warning) == 1 and "allows spot, but no offer sells spot" in warning[0], res.err
+    report = plan_cli(path, "--quiet", "--format", "markdown").out  # a report passed on carries the warning
+    assert "- " + warning[0] in report.split("## Recommendation")[0], report[:600]
     # modes left at the default are the catalog's business, not the user's choice: no warning
     assert "warning" not in plan_cli("validate", _scenario(tmp_path, "{accelerators: [h100-sxm]}")).err
 

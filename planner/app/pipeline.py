@@ -13,6 +13,7 @@ from planner.app.provenance import provenance
 from planner.data import deadline
 from planner.data.consistency import resolve
 from planner.data.errors import VerificationError
+from planner.data.notes import listening
 from planner.data.plan import validate_plan
 from planner.data.scenario import Scenario, load_scenario
 from planner.verify.plan import verify
@@ -65,8 +66,13 @@ def plan_file(path: str | Path, catalog_paths: tuple[str, ...] = (), time_limit_
               start: float | None = None) -> dict:
     """The plan for a scenario file; its time limit counts from `start` (time.monotonic(); the
     command's start, planner.cli.started) or from before the file is read (2,000 jobs take seconds
-    to parse and check), and covers the verification."""
+    to parse and check), and covers the verification. The warnings and notes said while planning
+    (planner.data.notes: stderr's lines) are the plan's `notes`, so that a script keeping only the
+    JSON keeps them too."""
     start = time.monotonic() if start is None else start
-    s = load_with_measurements(path, measurements)
-    with deadline.budget(time_limit_s or s.solver.time_limit_s, start=start):
-        return plan_scenario(s, catalog_paths, time_limit_s, explain, solver)
+    said: list[str] = []
+    with listening(said.append):  # (the command's own listener prints them on stderr as they come)
+        s = load_with_measurements(path, measurements)
+        with deadline.budget(time_limit_s or s.solver.time_limit_s, start=start):
+            plan = plan_scenario(s, catalog_paths, time_limit_s, explain, solver)
+    return {**plan, "notes": said} if said else plan

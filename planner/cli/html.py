@@ -143,6 +143,8 @@ def plan_html(plan: dict) -> str:
             f'<p class="headline"><span class="status-{_e(plan["status"] if plan.get("demand_met", True) else "feasible")}">'
             f'{_e(status_text(plan))}</span> '
             f"&middot; {_e(cost_line(plan))}</p>"]
+    if plan.get("notes"):  # (the input's warnings, printed on stderr when it was planned)
+        body.append('<ul class="warn">' + "".join(f"<li>{_e(m)}</li>" for m in plan["notes"]) + "</ul>")
     if plan.get("summary"):
         body.append(f'<div class="decision">{_e(plan["summary"])}</div>')
     charts = [c for c in (breakdown_chart(plan), years_chart(plan), whynot_chart(plan)) if c]

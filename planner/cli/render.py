@@ -220,6 +220,7 @@ def plan_markdown(plan: dict) -> str:
     notes = [f"- {line}" for line in fleet_notes(plan)]
     lines = [f"# Hardware plan: {plan['scenario']}", "",
              f"**Status:** {status_text(plan)}. **Cost:** {cost_line(plan)}.", "",
+             *[f"- {line}" for line in plan.get("notes", [])], *([""] if plan.get("notes") else []),
              *(["## Recommendation", "", plan["summary"], ""] if plan.get("summary") else []),
              *_years_section(plan, markdown=True),
              "## What to buy or rent", "",

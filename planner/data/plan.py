@@ -138,6 +138,9 @@ class Plan(BaseModel):
                               "exit code is 0 all the same")
     provenance: "Provenance" = absent("what the plan was made from: the planner's version, the calibration, "
                                       "digests of the catalog and the scenario (plans from the plan command)")
+    notes: list[str] = absent("the warnings and notes said while planning, as printed on stderr (a context below a "
+                              "request's tokens, a name read case-insensitively, an RL trainer sized for other "
+                              "rollouts, ...); absent when there were none")
     fleet: list[FleetItem] = Field(description="the fleet to acquire (multi-year: held in the final year), "
                                                "costliest first")
     jobs: list[JobPlan] = Field(description="one entry per scenario job, in scenario order")
