@@ -100,6 +100,28 @@ MOE_ABSOLUTE = [
     ("deepseek-v3", "gb300", 256, 6_338),
 ]
 
+# PCIe scale-out (training.PCIE_FLAT, PER_DOUBLING_PCIE): MLPerf Training v4.0 NVIDIA Llama 2 70B LoRA
+# on L40S nodes of 4 (PCIe Gen4, 2x 400G between nodes; NeMo 24.04, as the round's 8-H100 eos row),
+# minutes and samples read from the logs as ROWS are (10 successful runs each): l40s_n16 (64 cards,
+# batch 8) 21.84 min / 3,120 samples, l40s_n96 (384 cards, batch 48) 6.94 min / 5,952 samples.
+# Speed (samples per minute) against 8 H100 (eos_ngc24.04_nemo, ROWS); the planner's for the same
+# tokens. Printed as checks; PCIE_FLAT was chosen on the first.
+PCIE = [("l40s", 64, 21.84, 3120, "NVIDIA/l40s_n16_ngc24.04_nemo"),
+        ("l40s", 384, 6.94, 5952, "NVIDIA/l40s_n96_ngc24.04_nemo")]
+
+
+def pcie_speedups(accs, models, cal: Calibration) -> list[tuple[str, int, float, float, float]]:
+    """(accelerator, cards, measured, planner speed-up over 8 H100 SXM, error %) for PCIE."""
+    ref = next(r for r in ROWS if r[0] == "v4.0" and r[2] == "h100-sxm")
+    mid, method = MODEL["llama2-70b-lora"]
+    base = training.estimate(models[mid], accs["h100-sxm"], method, 1e9, 8, seq=SEQ, precision="fp8", cal=cal).hours
+    out = []
+    for aid, n, minutes, samples, _ in PCIE:
+        measured = (samples / minutes) / (ref[4] / ref[3])
+        planner = base / training.estimate(models[mid], accs[aid], method, 1e9, n, seq=SEQ, precision="fp8", cal=cal).hours
+        out.append((aid, n, measured, planner, (planner / measured - 1) * 100))
+    return out
+
 
 def moe_rates(accs, models, cal: Calibration) -> list[tuple[str, str, int, float, float, float]]:
     """(model, accelerator, GPUs, measured, planner tokens/s per GPU, error %) for MOE_ABSOLUTE."""
@@ -175,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     for mid, aid, n, measured, rate, e in moe:
         print(f"  {mid:15} {n:>5}x {aid:9} measured {measured:>7,.0f} planner {rate:>7,.0f} {e:>+7.1f}%")
     print(f"  {summary([r[5] for r in moe])}".replace("ratios", "rates"))
+    print("PCIe scale-out, Llama 2 70B LoRA fp8, speed against 8 H100 SXM (v4.0, NeMo 24.04):")
+    for aid, n, measured, planner, e in pcie_speedups(accs, models, cal):
+        print(f"  {n:>5}x {aid:9} measured {measured:>5.2f}x planner {planner:>5.2f}x {e:>+7.1f}%")
     if "--loo" in argv:
         from benchmarks.calibrate import fit_training
         loo = []

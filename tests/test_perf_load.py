@@ -132,7 +132,7 @@ def test_scaleout_efficiency_by_interconnect():
     pcie = training.scaleout_efficiency(ACCS["rtx-6000-ada"], 2048)
     assert training.scaleout_efficiency(ACCS["h100-sxm"], 8) == 1.0
     assert 0.6 < ib < nvl <= 1.0  # 0.95 vs 0.96 per doubling beyond the domain
-    assert pcie < 0.1  # 0.78 per doubling over 11 doublings
+    assert pcie < 0.15  # 0.78 per doubling over 8 doublings past a server of 8 cards
 
 
 @pytest.mark.parametrize("system", ["gb200-nvl72", "gb300-nvl72"])

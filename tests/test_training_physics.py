@@ -91,6 +91,16 @@ def test_absolute_training_rate_is_anchored_and_checks_hold():
     assert all(abs(r[5]) <= 20 for r in rates if r[0] != "llama-3.1-405b")
 
 
+def test_pcie_cards_scale_from_a_server_of_eight_as_mlperf_l40s_measured():
+    # 64 L40S (PCIe, nodes of 4) trained Llama 2 70B LoRA 1.27x as fast as 8 H100 SXM (MLPerf v4.0):
+    # compounding 0.78 per doubling from one card said 0.61x
+    tr = _bench("training_ratios")
+    (aid, n, measured, planner, e), _ = tr.pcie_speedups(ACCS, MODELS, CAL)
+    assert (aid, n) == ("l40s", 64) and measured == pytest.approx(1.266, abs=0.01)
+    assert abs(e) < 15, (measured, planner)
+    assert training.scaleout_efficiency(ACCS["l40s"], 8) == 1.0 > training.scaleout_efficiency(ACCS["l40s"], 16)
+
+
 def test_training_calibration_is_the_fit_of_its_data():
     # refitting from the stored factors stays where it is: calibration.json is the fit of these rows
     cal = _bench("calibrate")
