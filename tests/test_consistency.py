@@ -238,7 +238,8 @@ def test_a_mid_size_scenario_is_planned_over_every_pair():
     """benchmarks/speed.py's 8 jobs (seed 3): about 1,300 candidate pairs. The shortlist once cut
     them and the plan cost $214,858/yr; over every pair it costs $196,695/yr (CBC gap 1%). Issue 13's
     costs (ops staff per owned system, resale at the end of a horizon shorter than the useful life,
-    site region us + global, marketplace capacity caps) raise the optimum to $322,566/yr."""
+    site region us + global, marketplace capacity caps) raise the optimum to $322,566/yr; its two RL
+    jobs' trainers and rollouts at one site each (colocate) to $355,837/yr (proven at gap 0.01%)."""
     import sys
 
     from conftest import ROOT
@@ -247,7 +248,7 @@ def test_a_mid_size_scenario_is_planned_over_every_pair():
 
     p = make_plan(speed.scenario(8, 3, 45), explain=False)
     assert p["solver"]["pairs_pruned"] == 0
-    assert p["total_cost_usd_per_year"] <= 322_566 * 1.01
+    assert p["total_cost_usd_per_year"] <= 355_837 * 1.01
 
 
 def test_an_offer_holding_edge_units_and_serving_systems_over_years_has_one_cap():

@@ -14,7 +14,7 @@ def test_rented_trainer_runs_are_verified_at_the_precision_the_plan_states(plan_
 jobs:
 - {name: rl-0, stage: rl, model: mistral-small-24b, method: full, rollout_tokens_per_s: 510.0,
    rollout_context_tokens: 2396, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 3610000000.0,
-   hours_per_day: 12}
+   hours_per_day: 12, colocate: false}
 - {name: serve-1, stage: serve, model: llama-3.1-70b, precision: int8, context_tokens: 320153,
    output_tokens: 485, input_tokens: 78978, concurrent_users: 7, min_tokens_per_s_per_user: 1.058,
    latency_critical: true}

@@ -284,7 +284,8 @@ def test_small_scenarios_see_every_pair_and_the_shortlist_costs_little(monkeypat
     assert exact["solver"]["pairs_pruned"] == 0
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     pruned = plan(s)
-    assert pruned["solver"]["pairs_pruned"] > 0
+    # the shortlist was searched: its plan, or the full model's prover's when that found a cheaper one
+    assert pruned["solver"]["pairs_pruned"] > 0 or "every pair, beside cbc's search of a shortlist" in pruned["solver"]["name"]
     # both are solved to the scenario's relative gap (solver.gap, 0.1%): the shortlist's plan may land
     # within that gap below the full model's (choose-go since GPU-cloud caps: $90,115,346 vs $90,141,684)
     assert exact["total_cost_usd_per_year"] <= pruned["total_cost_usd_per_year"] * (1 + s.solver.gap)

@@ -17,7 +17,7 @@ jobs:
   - {name: tune, stage: finetune, model: llama-3.1-8b, method: lora, dataset_tokens: 20000000, runs_per_year: 4,
      max_hours_per_run: 24}
   - {name: grpo, stage: rl, model: llama-3.1-8b, method: lora, rollout_tokens_per_s: 2000, rollout_context_tokens: 4096,
-     min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 100000000}
+     min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 100000000, colocate: false}
 """
 
 

@@ -66,6 +66,8 @@ class JobPlan(BaseModel):
     why: list[str] = absent("the physical reason for each placement, in order (absent when unexplained)")
     traffic: str = absent("a serve job given as requests_per_s: its conversion to concurrent users by Little's law "
                           "per request size (absent otherwise, or when unexplained)")
+    colocation: str = absent("an RL job that colocates (colocate: true): where its trainer and rollouts run together, "
+                             "site and software stack (absent otherwise, or when unexplained)")
     split_considered: str = absent("a serving job offered disaggregated prefill/decode serving that the plan serves "
                                    "aggregated: the best split's and the plan's USD per user-year at the cheapest "
                                    "offers (absent when no split was offered, one was chosen, or unexplained)")

@@ -244,7 +244,9 @@ class RLJob(JobBase):
         "the trainer's compute precision: bf16, or fp8 (an accelerator without FP8 matmuls runs it in bf16)"))
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24, description="hours per day the RL job runs, h")
-
+    colocate: bool = Field(True, description=(
+        "trainer and rollouts at one site on one software stack: your own systems, or one provider's region "
+        "(the new weights reach every rollout after each step); false lets them sit apart"))
 
     @model_validator(mode="after")
     def _trainer_sequence(self):  # (unset: the trainer trains on whole rollouts; the field stays unset)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from planner.data import deadline
+from planner.data import colocation, deadline
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
 from planner.explain import replan, splits, whynot, whynot_limits
@@ -164,6 +164,8 @@ def explain_placements(plan: dict, s, cat) -> None:
         job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
         if traffic := runit.traffic_reason(jobs[job["name"]]):
             job["traffic"] = traffic
+        if together := colocation.reason(job, s, cat):
+            job["colocation"] = together
         job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
     plan["summary"] = runit.summary(plan, s)
 

@@ -27,7 +27,7 @@ from planner.milp.fleet import FleetModel
 from planner.milp.registry import TIE_BREAK_USD, room
 from planner.milp.solve import SolveResult, solve
 
-FIXED_STORES = ("p", "k", "b", "u", "e", "z")
+FIXED_STORES = ("p", "k", "b", "u", "e", "z", "w")
 EPS = 1e-6
 
 

@@ -16,6 +16,7 @@ Variables (t in T)
   Y, R, a               pooled replicas and shared rentals (pooling.py), API shares (api.py)
   z[s,t]          bin   system type s in year t's fleet, costing policy.cost_per_system_type_usd_year
                         (complexity.py; absent at the default rate 0)
+  w[j,p,t]        bin   RL job j's trainer and rollouts at place p (site, stack) in year t (colocation.py)
 
 Objective: the yearly cost (one year) or the NPV of the cash paid (years), see model.py; in
 max-coverage mode priority-weighted served demand first, then cost.
@@ -50,7 +51,7 @@ from planner.data.catalog import Catalog
 from planner.data.errors import SolverError
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import complexity, covers, crossdisagg, owned, pooling, rows, turns
+from planner.milp import colocation, complexity, covers, crossdisagg, owned, pooling, rows, turns
 from planner.milp.api import define_api_variables
 from planner.milp.model import FleetModel
 from planner.options import shortlist
@@ -206,6 +207,7 @@ FAMILIES = (
     pooling.define_pool_constraints,
     covers.define_cover_cuts,
     crossdisagg.define_cross_links,
+    colocation.define_colocation,
     rows.define_availability_constraints,
     rows.define_budget_constraints,
     rows.define_power_constraints,

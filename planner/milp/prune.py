@@ -28,7 +28,7 @@ import pulp
 
 from planner.data import deadline
 from planner.data.errors import SolverError
-from planner.milp import covers, fleet, screening
+from planner.milp import colocation, covers, fleet, screening
 from planner.milp.pooling import pool_key
 from planner.milp.relaxation import available as relaxation_available
 from planner.milp.relaxation import relaxation
@@ -249,7 +249,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
             return bound, better
 
 
-STORES = ("p", "k", "z", "y", "r", "x", "b", "e", "u", "yp", "rp", "api", "unserved", "slack")
+STORES = ("p", "k", "z", "y", "r", "x", "b", "e", "u", "yp", "rp", "api", "unserved", "slack", "w")
 """every variable store of a fleet model (registry.Registry, model.FleetModel), keyed alike in a
 shortlisted and a full model of the same scenario"""
 
@@ -263,6 +263,7 @@ def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) ->
         for key, v in getattr(full, store).items():
             sv = mine.get(key)
             v.setInitialValue(_fitted(v, values.get(sv.name, 0.0) if sv is not None else 0.0))
+    colocation.settle(full)  # (a shortlist with one place left for a job has no w to copy)
 
 
 def _fitted(v: pulp.LpVariable, x: float) -> float:

@@ -48,6 +48,8 @@ class Registry:
     api: dict = field(default_factory=dict, kw_only=True)
     """share of a serving demand's users on a hosted API: (demand, api offer[, year]) -> a in [0, 1]"""
     unserved: dict = field(default_factory=dict, kw_only=True)
+    w: dict = field(default_factory=dict, kw_only=True)
+    """an RL job's place (milp/colocation.py): (job, (site, stack), year) -> binary"""
     slack: dict = field(default_factory=dict, kw_only=True)
     lazy: bool = field(default=False, kw_only=True)
     """hold the MIR cuts back (covers.py: Held) until an LP point violates one (covers.separate): the

@@ -27,6 +27,7 @@ from planner.options.batch import BATCH_COUNTS, batch_configs, batch_counts  # n
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
 from planner.options.edge import device_reasons, edge_config
+from planner.options.colocation import colocate
 from planner.options.eligibility import (
     allowed_offers,
     batch_offer_exclusion,
@@ -237,6 +238,7 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
             if acc_id not in have:
                 opts.note(d.key, acc_id, _demand_reason(acc_id, d.key, by_acc.get(acc_id, ()), eligible, opts)
                           or policy_reason(acc_id))
+    colocate(s, cat, opts)
     opts.api, opts.excluded_api = api_options(s, cat, opts.demands.values())
     return opts
 

@@ -11,7 +11,9 @@ included: physics/costs.py owned_fixed_usd_per_year):
   batch, owned                  accelerator-hours per year x (fixed_o / (per_o x 8760) + busy_o)
 
 Exact reduction, always: a batch demand's rented runs share nothing with other demands (no
-capacity, caps apply per run), so only its cheapest rented pair can be chosen; the rest are dropped.
+capacity, caps apply per run), so only its cheapest rented pair can be chosen; the rest are dropped
+(an RL trainer that colocates: its cheapest at each place, data/colocation.py). The parts of such an
+RL job keep every pair through the heuristic below: the other part's place decides theirs.
 
 Heuristic, only above PRUNE_ABOVE candidate pairs (it keeps a 200-job plan solvable in seconds); a
 plan built on a shortlist is never called optimal unless the full model's bound proves it
@@ -34,8 +36,10 @@ from __future__ import annotations
 
 import math
 
+from planner.data.colocation import colocated
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
+from planner.options.colocation import place
 from planner.options.types import Options
 from planner.physics import costs
 
@@ -85,11 +89,14 @@ def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str,
     """The pairs the MILP instantiates, and how many candidates were left out by the heuristic
     (prune=False: none; keep: pairs the shortlist keeps whatever their rank)."""
     owned = {oid: costs.is_owned(o) for oid, o in opts.offers.items()}
-    batch = {dk: _cheapest_rental_only(s, cat, opts, dk, pairs, owned) for dk, pairs in batch.items()}
+    together = {dk for parts in colocated(s).values() for dk in parts}
+    batch = {dk: _cheapest_rental_only(s, cat, opts, dk, pairs, owned, dk in together) for dk, pairs in batch.items()}
     total = sum(map(len, serve.values())) + sum(map(len, batch.values()))
     if total <= PRUNE_ABOVE or not prune:
         return serve, batch, 0
-    keep = keep or {}
+    keep = dict(keep or {})
+    for dk in together:  # an RL part that colocates keeps every pair: the other part's place decides
+        keep[dk] = set(serve.get(dk, [])) | set(batch.get(dk, []))
     kept_serve = {dk: _with(_shortlist_serve(s, cat, opts, dk, pairs, owned), pairs, keep.get(dk))
                   for dk, pairs in serve.items()}
     pool = {oid for pairs in kept_serve.values() for _, oid in pairs if owned[oid]}
@@ -111,12 +118,17 @@ def _ranked(s, cat, opts, dk, pairs):
     return sorted(pairs, key=lambda p: (pair_cost(s, cat, opts, dk, *p), p[1], p[0]))
 
 
-def _cheapest_rental_only(s, cat, opts, dk, pairs, owned) -> list[Pair]:
+def _cheapest_rental_only(s, cat, opts, dk, pairs, owned, placed: bool = False) -> list[Pair]:
+    """A batch demand's owned pairs and its cheapest rented one; placed (an RL trainer that
+    colocates, options/colocation.py): its cheapest rented one at each place, where the rollouts
+    decide which place is used."""
     rented = [p for p in pairs if not owned[p[1]]]
     if len(rented) <= 1:
         return pairs
-    best = _ranked(s, cat, opts, dk, rented)[0]
-    return [p for p in pairs if owned[p[1]] or p == best]
+    best: dict = {}
+    for p in _ranked(s, cat, opts, dk, rented):
+        best.setdefault(place(opts, cat, p[1]) if placed else None, p)
+    return [p for p in pairs if owned[p[1]] or p in best.values()]
 
 
 def _per_mode(s, cat, opts, dk, pairs, owned) -> list[Pair]:

@@ -31,6 +31,7 @@ from planner.data.catalog import Catalog
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.verify.common import Ledger, Verification
+from planner.verify.colocation import check_colocation
 from planner.verify.fleet import check_breakdown, check_fleet, check_totals
 from planner.verify.numbers import check_fleet_rows, check_job_costs, check_placement, check_utilisation
 from planner.verify.api import check_api, check_api_fleet
@@ -93,6 +94,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
         v.check("plan", plan["demand_met"] is not unmet,
                 f"demand_met is {plan['demand_met']} while {'some' if unmet else 'no'} demand is left unserved")
     check_pools(plan, s, cat, v, ledger)
+    check_colocation(plan, s, cat, v)
     hardware = {oid: f for oid, f in fleet.items() if f["acquisition"] != "api"}
     check_api_fleet([f for f in plan["fleet"] if f["acquisition"] == "api"], plan["jobs"], v, cat)
     check_fleet(hardware, s, cat, v, ledger, costed=not multi)
