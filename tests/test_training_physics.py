@@ -252,3 +252,14 @@ def test_qlora_runs_only_where_bitsandbytes_does():
     assert not none and "bitsandbytes" in why and "method: lora" in why
     assert batch_configs(m, cat.accelerators["h100-sxm"], h100, "qlora", 1e8, 2048, 16, "bf16", 72, "d")[0]
     assert batch_configs(m, cat.accelerators[tpu.accelerator], tpu, "lora", 1e8, 2048, 16, "bf16", 72, "d")[0]
+
+
+def test_estimate_refuses_flags_a_training_estimate_would_ignore(plan_cli):
+    # the training review: --method on a pretraining estimate and --tp on a training one were ignored silently
+    base = ["estimate", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--tokens", "1e9", "--count", "8"]
+    res = plan_cli(*base, "--stage", "pretrain", "--method", "qlora")
+    assert res.code == 2 and "pretraining trains every weight" in res.err, res.err
+    res = plan_cli(*base, "--stage", "finetune", "--tp", "2")
+    assert res.code == 2 and "drop --tp for --stage finetune" in res.err, res.err
+    res = plan_cli(*base, "--stage", "finetune", "--format", "json")
+    assert res.code == 0 and json.loads(res.out)["method"] == "lora"

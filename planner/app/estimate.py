@@ -34,7 +34,8 @@ class EstimateRequest:
     tp: int | None = None
     pp: int | None = None
     stage: str = "serve"
-    method: str = "lora"
+    method: str | None = None
+    """full, lora or qlora (a fine-tune; None: lora); never set for pretraining"""
     tokens: float = 1e8
     engine: str | None = None
     layout: str | None = None
@@ -73,7 +74,7 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
         problems.append(Problem(f"unknown accelerator '{req.accelerator}'", "--accelerator",
                                 suggest(req.accelerator, cat.accelerators, "accelerators")))
     choices = {"--precision": (req.precision, PRECISIONS), "--stage": (req.stage, ("serve", "finetune", "pretrain")),
-               "--method": (req.method, ("full", "lora", "qlora"))}
+               "--method": (req.method or "lora", ("full", "lora", "qlora"))}
     if req.kv_precision is not None:
         choices["--kv-precision"] = (req.kv_precision, KV_PRECISIONS)
     if req.engine is not None:
@@ -89,8 +90,14 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
     if req.batch is not None and req.max_throughput:
         problems.append(Problem("--batch and --max-throughput exclude each other", "--batch",
                                 "give one of them"))
+    if req.stage == "pretrain" and req.method is not None:
+        problems.append(Problem("--method chooses how a fine-tune trains; pretraining trains every weight",
+                                "--method", "drop --method, or use --stage finetune"))
     for flag, value in (("--tp", req.tp), ("--pp", req.pp)):
-        if value is not None and value > req.count:
+        if value is not None and req.stage != "serve":
+            problems.append(Problem(f"{flag} splits a serving replica; a training estimate lays its run out itself "
+                                    "(its parallelism row says how)", flag, f"drop {flag} for --stage {req.stage}"))
+        elif value is not None and value > req.count:
             problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
     m = cat.models.get(req.model)
     if m is not None and req.stage == "serve":  # splits an engine can run (the planner's own: powers of two)
@@ -121,7 +128,7 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
     m, acc = cat.models[req.model], cat.accelerators[req.accelerator]
     base = {"model": m.id, "accelerator": acc.id, "count": req.count, "stage": req.stage}
     if req.stage != "serve":
-        method = "pretrain" if req.stage == "pretrain" else req.method
+        method = "pretrain" if req.stage == "pretrain" else (req.method or "lora")
         seq = req.sequence_tokens or training_sequence_default(req.stage)
         est = training.estimate(m, acc, method, req.tokens, req.count, seq=seq, precision=req.precision,
                                 scaleout_gbps=cat.best_scaleout_gbps(acc.id))

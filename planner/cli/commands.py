@@ -190,7 +190,7 @@ def estimate_cmd(
     tp: Optional[int] = typer.Option(None, "--tp", min=1),
     pp: Optional[int] = typer.Option(None, "--pp", min=1),
     stage: str = typer.Option("serve", "--stage", help="serve, finetune or pretrain"),
-    method: str = typer.Option("lora", "--method", help="full, lora or qlora (finetune)"),
+    method: Optional[str] = typer.Option(None, "--method", help="full, lora or qlora (finetune; default lora)"),
     tokens: float = typer.Option(1e8, "--tokens", min=1, max=1e16, help="training tokens (finetune/pretrain)"),
     sequence_tokens: Optional[int] = typer.Option(
         None, "--sequence-tokens", min=128, max=1_000_000,
