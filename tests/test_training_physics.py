@@ -263,3 +263,30 @@ def test_estimate_refuses_flags_a_training_estimate_would_ignore(plan_cli):
     assert res.code == 2 and "drop --tp for --stage finetune" in res.err, res.err
     res = plan_cli(*base, "--stage", "finetune", "--format", "json")
     assert res.code == 0 and json.loads(res.out)["method"] == "lora"
+
+
+def test_an_rl_trainer_pays_for_its_log_prob_passes(plan_cli, tmp_path):
+    # verl recomputes the old policy's log-probs (a forward pass, 2 of a full step's 6 x N FLOPs per token)
+    # and a KL penalty adds the reference policy's: the trainer is sized for them
+    from planner.data.catalog import load_catalog
+    cat = load_catalog()
+    m, acc = cat.models["qwen3-8b"], cat.accelerators["h100-sxm"]
+    base = training.estimate(m, acc, "full", 1e9, 8, 8192).hours
+    assert training.estimate(m, acc, "full", 1e9, 8, 8192, forward_passes=1).hours == pytest.approx(base * 8 / 6)
+    assert training.estimate(m, acc, "lora", 1e9, 8, 8192, forward_passes=2).hours == pytest.approx(
+        training.estimate(m, acc, "lora", 1e9, 8, 8192).hours * 2)
+    hours = {}
+    for passes in (0, 2):
+        path = tmp_path / f"rl{passes}.yaml"
+        path.write_text("name: rl\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand], accelerators: [h100-sxm]}\n"
+                        "jobs:\n  - {name: grpo, stage: rl, model: qwen3-8b, method: full, rollout_tokens_per_s: 2000,\n"
+                        f"     rollout_context_tokens: 8192, train_tokens_per_day: 2.0e+8, logprob_passes: {passes}}}\n")
+        res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+        assert res.code == 0, res.err
+        job = json.loads(res.out)["jobs"][0]
+        trainer = [p for p in job["placements"] if p["part"] == "grpo/trainer"]
+        hours[passes] = sum(p["hours_per_run"] * p["accelerators_per_replica"] for p in trainer)
+        if passes == 2:
+            assert "2 log-prob passes over each token" in " ".join(job["checks"].values() if isinstance(job["checks"], dict)
+                                                                  else map(str, job["checks"]))
+    assert hours[2] == pytest.approx(hours[0] * 10 / 6, rel=0.02)  # accelerator-hours per day

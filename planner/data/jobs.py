@@ -69,6 +69,8 @@ class TrainRun:
     sequence_tokens: int
     lora_rank: int
     precision: str
+    forward_passes: int = 0
+    """forward passes over the tokens besides the update: an RL trainer's log-prob passes"""
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def demands_of_job(job, year: int = 1) -> list[Demand]:
     if isinstance(job, RLJob):
         users = math.ceil(job.rollout_tokens_per_s / job.min_tokens_per_s_per_rollout)
         run = TrainRun("full" if job.method == "full" else "lora", job.train_tokens_per_day,
-                       job.trainer_sequence_tokens, job.lora_rank, train_precision(job))
+                       job.trainer_sequence_tokens, job.lora_rank, train_precision(job), job.logprob_passes)
         return [Demand(f"{job.name}/rollout", kind="serve", users=_scaled(users, g), hours_per_day=job.hours_per_day,
                        min_tokens_per_s=job.min_tokens_per_s_per_rollout, workload=rollout_workload(job), **base),
                 Demand(f"{job.name}/trainer", kind="batch", runs_per_year=DAYS_PER_YEAR * g,

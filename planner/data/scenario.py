@@ -244,6 +244,10 @@ class RLJob(JobBase):
         "the trainer's compute precision: bf16, or fp8 (an accelerator without FP8 matmuls runs it in bf16)"))
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
     hours_per_day: float = Field(24.0, gt=0, le=24, description="hours per day the RL job runs, h")
+    logprob_passes: int = Field(1, ge=0, le=4, description=(
+        "forward passes the trainer makes over each token besides its update: 1 recomputes the old policy's "
+        "log-probs (verl's recompute_old_log_prob, on by default), 2 adds the reference policy's for a KL "
+        "penalty, 0 takes the rollouts' own log-probs and no KL"))
     colocate: bool = Field(True, description=(
         "trainer and rollouts at one site on one software stack: your own systems, or one provider's region "
         "(the new weights reach every rollout after each step); false lets them sit apart"))

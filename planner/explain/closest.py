@@ -86,7 +86,7 @@ def _batch_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
                 break
             if need and n >= need and options.replica_slots(n, system) is not None:
                 est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
-                                    scaleout_gbps=system.scaleout_gbps)
+                                        scaleout_gbps=system.scaleout_gbps, forward_passes=getattr(job, "logprob_passes", 0))
                 cand = (-est.hours, -n, acc.id, sid, n, est.hours)
                 best = max(best, cand) if best else cand
     if best is None:

@@ -172,8 +172,10 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
                 f"tok/s each (planned {p['tokens_per_s_per_user']:.1f})")
     if p.get("hours_per_run") is not None:
         method = "pretrain" if job.stage == "pretrain" else job.method
+        passes = getattr(job, "logprob_passes", 0)
         what = ("pretraining" if job.stage == "pretrain" else
-                f"the RL trainer ({job.method})" if job.stage == "rl" else f"a {method} fine-tune")
+                f"the RL trainer ({job.method}, {passes} log-prob pass{'es' if passes != 1 else ''} over each token "
+                "besides its update)" if job.stage == "rl" else f"a {method} fine-tune")
         precision = jobs.train_precision(job)
         return (f"run {what} of {job.model} in {precision} with {_trainer(method, stack)} on {n}x {acc} ({p['system']}): "
                 f"expect about {hours_text(p['hours_per_run'])} per run with a tuned stack (the planner's rates are "

@@ -24,7 +24,7 @@ def batch_counts(system: System) -> list[int]:
 
 
 def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, rank: int,
-                  precision: str, deadline_h: float, demand: str) -> tuple[list[BatchOption], str]:
+                  precision: str, deadline_h: float, demand: str, forward_passes: int = 0) -> tuple[list[BatchOption], str]:
     """The fewest accelerators on this system type that fit and meet the deadline, and a larger
     count if it uses whole systems better. A run spans several systems only if they scale out; on
     several, the fewest whole systems (_fewest_systems: 24 nodes where 16 are too slow and 32 more
@@ -40,7 +40,8 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     slow = 0  # the largest count tried that missed the deadline
 
     def estimate(n: int):
-        return training.estimate(m, acc, method, tokens, n, seq, rank, precision, scaleout_gbps=system.scaleout_gbps)
+        return training.estimate(m, acc, method, tokens, n, seq, rank, precision, scaleout_gbps=system.scaleout_gbps,
+                                 forward_passes=forward_passes)
 
     for n in batch_counts(system):
         if n < need or replica_slots(n, system) is None:

@@ -296,7 +296,7 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
         key = ("batch", m.id, system.id, r, d.max_hours_per_run)
         if cache is None or key not in cache:
             got = batch_configs(m, acc, system, r.method, r.tokens, r.sequence_tokens, r.lora_rank, r.precision,
-                                d.max_hours_per_run, "")
+                                d.max_hours_per_run, "", r.forward_passes)
             if cache is None:
                 return [_labelled(o, d.key) for o in got[0]], got[1]
             cache[key] = got

@@ -193,10 +193,13 @@ def parallelism_of(acc: Accelerator, n: int, need: int, tp: int = 1) -> str:
 
 def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int, seq: int = 2048,
              rank: int = 16, precision: str = "bf16", cal: Calibration | None = None,
-             scaleout_gbps: float | None = None) -> TrainEstimate:
+             scaleout_gbps: float | None = None, forward_passes: int = 0) -> TrainEstimate:
     """Fit and wall-clock hours for `tokens` training tokens on `count` accelerators; scaleout_gbps:
     the systems' scale-out network per accelerator (catalog systems.scaleout_gbps), which an MoE's
-    expert all-to-all crosses beyond the scale-up domain (train_step.expert_all_to_all_s)."""
+    expert all-to-all crosses beyond the scale-up domain (train_step.expert_all_to_all_s);
+    forward_passes: forward passes over the same tokens besides the update (an RL trainer's old-policy
+    and reference log-probs), each 2 of the update's k x N FLOPs per token (train_step.FLOPS_FACTOR:
+    a third of a full step, half of a LoRA one), its time that share of the step's."""
     cal = cal or default()
     need = accelerators_min(m, acc, method, seq, rank, cal=cal)
     mem = memory_per_acc(m, method, max(count, 1), seq, rank, cal, train_step.tp_domain(acc))
@@ -208,7 +211,8 @@ def estimate(m: Model, acc: Accelerator, method: str, tokens: float, count: int,
                   f"({acc.memory_gb:g} GiB); at least {need} are needed")
     eff = scaleout_efficiency(acc, max(count, 1))
     per_token = train_step.seconds_per_token(m, acc, method, seq, precision, cal, max(count, 1), scaleout_gbps)
-    hours = tokens * per_token.total_s / (max(count, 1) * eff) / 3600 / goodput(max(count, 1))
+    passes = 1 + forward_passes * 2 / train_step.FLOPS_FACTOR[method]
+    hours = tokens * per_token.total_s * passes / (max(count, 1) * eff) / 3600 / goodput(max(count, 1))
     regime = "capacity" if need > 1 or reason else ("interconnect" if eff < 0.8 else "compute")
     return TrainEstimate(fits=not reason, reason=reason, method=method, accelerators=count,
                          accelerators_min=need, memory_gb_per_accelerator=mem / GIB,

@@ -147,7 +147,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
                        f"{where}: {n} accelerators do not tile {system.accelerators}-accelerator systems"):
             continue
         est = training.estimate(m, acc, method, tokens, n, seq, rank, precision,
-                                    scaleout_gbps=system.scaleout_gbps)
+                                scaleout_gbps=system.scaleout_gbps, forward_passes=r.forward_passes)
         hours = costs.run_hours(est.hours, o.acquisition)  # spot: restarts after reclaims
         v.check("memory", est.fits, f"{where}: {est.reason}")
         v.check("deadline", hours <= part.max_hours_per_run * (1 + TIGHT),
