@@ -31,7 +31,8 @@ Positive = Annotated[float, Field(gt=0, le=1e6)]
 
 class Site(Strict):
     ownership: Literal["on-prem", "colo", "cloud", "hybrid"] = Field(
-        "cloud", description="where owned hardware would live; 'cloud' still allows buying if policy does")
+        "cloud", description="where owned hardware would live; 'cloud' still allows buying if policy does, the "
+                             "systems bought then hosted in a colocation facility at hosting_usd_per_kw_year")
     power_usd_per_kwh: float = Field(0.12, ge=0, le=10, description="electricity price, USD per kWh")
     pue: float = Field(1.3, ge=1, le=5, description="power usage effectiveness of the site")
     kind: Literal["datacenter", "office"] = Field(
