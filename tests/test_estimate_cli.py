@@ -110,7 +110,7 @@ def test_a_speed_target_no_batch_meets_is_said_not_hidden(plan_cli):
 
 @pytest.mark.parametrize("flags, what", [
     (("--count", "100", "--pp", "100"), "100 pipeline stages for llama-3.1-8b's 32 layers"),
-    (("--count", "8", "--tp", "3"), "TP3 does not split llama-3.1-8b's 32 attention heads evenly"),
+    (("--count", "8", "--tp", "3"), "TP3 does not split llama-3.1-8b's 32 attention heads and 8 KV heads evenly"),
 ])
 def test_splits_no_engine_runs_are_refused(plan_cli, flags, what):
     r = plan_cli("estimate", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", *flags)

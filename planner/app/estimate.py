@@ -101,9 +101,11 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
             problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
     m = cat.models.get(req.model)
     if m is not None and req.stage == "serve":  # splits an engine can run (the planner's own: powers of two)
-        if req.tp is not None and (req.tp & (req.tp - 1) or m.attention_heads % req.tp):
-            problems.append(Problem(f"TP{req.tp} does not split {m.id}'s {m.attention_heads} attention heads "
-                                    "evenly", "--tp", "use a power of two that divides them (1, 2, 4, 8, ...)"))
+        if req.tp is not None and (req.tp & (req.tp - 1) or not arch.tp_splits(m, req.tp)):
+            kv = "" if m.attention == "mla" else f" and {m.kv_heads} KV heads"
+            problems.append(Problem(f"TP{req.tp} does not split {m.id}'s {m.attention_heads} attention heads{kv} "
+                                    "evenly", "--tp", "use one of: " + ", ".join(str(t) for t in (1, 2, 4, 8, 16, 32, 64)
+                                                                        if arch.tp_splits(m, t))))
         if req.pp is not None and req.pp > m.layers:
             problems.append(Problem(f"{req.pp} pipeline stages for {m.id}'s {m.layers} layers", "--pp",
                                     f"use at most {m.layers} stages"))

@@ -35,7 +35,7 @@ from planner.options.eligibility import (
 )
 from planner.options.slots import SCALE_OUT_KINDS, replica_slots, scales_out  # noqa: F401
 from planner.options.types import Demand, Options, ServeOption
-from planner.physics import moe, serving
+from planner.physics import arch, moe, serving
 
 MAX_TP_DENSE = 16
 MAX_TP_MOE = 64
@@ -70,7 +70,7 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     reasons: list[tuple[str, object]] = []
     tp = 1
     while tp <= min(system.scaleup_domain, max_tp):
-        if m.attention_heads % tp:  # an engine splits the attention heads evenly over the TP ranks
+        if not arch.tp_splits(m, tp):  # an engine splits the query and KV heads evenly over the TP ranks
             break
         pp = 1
         while pp <= MAX_PP and pp <= m.layers:

@@ -30,7 +30,7 @@ import math
 
 from planner.data.jobs import demands_of, hours_per_year
 from planner.options.types import Half, ServeOption
-from planner.physics import costs, crossdisagg, serving
+from planner.physics import arch, costs, crossdisagg, serving
 
 POWERS = (1, 2, 4, 8, 16, 32, 64)
 MAX_PAIRS = 3
@@ -58,8 +58,8 @@ def usd_per_accelerator_year(s, opts, d, system) -> float | None:
 def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
     """[(TP_p, slots_p, prefill half, TP_d, slots_d, decode half)] of one pair, every TP that fits."""
     ap, ad = cat.accelerators[sp.accelerator], cat.accelerators[sd.accelerator]
-    slots_p = {t: slots_of(t, sp) for t in POWERS if t <= sp.scaleup_domain}
-    slots_d = {t: slots_of(t, sd) for t in POWERS if t <= sd.scaleup_domain}
+    slots_p = {t: slots_of(t, sp) for t in POWERS if t <= sp.scaleup_domain and arch.tp_splits(m, t)}
+    slots_d = {t: slots_of(t, sd) for t in POWERS if t <= sd.scaleup_domain and arch.tp_splits(m, t)}
     out = []
     for tp_d in (t for t, slots in slots_d.items() if slots is not None):
         key = ("xdecode", m.id, ad.id, wl, tp_d, min_tps, engine)

@@ -13,7 +13,7 @@ the network) are options/crossdisagg.py.
 from __future__ import annotations
 
 from planner.options.types import ServeOption
-from planner.physics import disagg, serving
+from planner.physics import arch, disagg, serving
 
 POWERS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -29,11 +29,11 @@ def configs(m, acc, system, wl: serving.Workload, min_tps: float, max_ttft: floa
     if n < 2 or wl.attention_dp:
         return []
     best = None
-    for tp_d in (t for t in POWERS if t < n):
+    for tp_d in (t for t in POWERS if t < n and arch.tp_splits(m, t)):
         decode = disagg.decode_pool(m, acc, wl, tp_d, min_tps, engine=engine)
         if decode[0] < 1:
             continue
-        for tp_p in (t for t in POWERS if t + tp_d <= n):
+        for tp_p in (t for t in POWERS if t + tp_d <= n and arch.tp_splits(m, t)):
             for n_d in range(1, (n - tp_p) // tp_d + 1):
                 n_p = (n - n_d * tp_d) // tp_p
                 if best is not None and n_d * decode[0] / (n_p * tp_p + n_d * tp_d) <= \

@@ -342,6 +342,16 @@ def kv_bytes_per_token(m: Model, kv_precision: str, context_tokens: int | None =
     return m.layers * kv_elements_per_token_per_layer(m) * kv_bytes_per_element(kv_precision)
 
 
+def tp_splits(m: Model, tp: int) -> bool:
+    """Whether an engine splits the model's attention over `tp` tensor-parallel ranks: the query
+    heads evenly, and (GQA/MHA) the KV heads evenly or each KV head over a whole number of ranks
+    (vLLM: num_kv_heads % tp == 0, or tp % num_kv_heads == 0 with the KV heads replicated); MLA's
+    latent is whole on every rank."""
+    if m.attention_heads % tp:
+        return False
+    return m.attention == "mla" or m.kv_heads % tp == 0 or tp % m.kv_heads == 0
+
+
 def kv_shards(m: Model, tp: int) -> int:
     """Ways the KV cache is split across `tp` tensor-parallel ranks.
 

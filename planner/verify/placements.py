@@ -10,7 +10,7 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.catalog import Catalog, Offer, is_held
 from planner.data.jobs import Demand, edge_workload, hours_per_year
 from planner.data.scenario import Scenario
-from planner.physics import costs, disagg, moe, serving, training
+from planner.physics import arch, costs, disagg, moe, serving, training
 from planner.physics.calibration import default as calibration
 from planner.verify.common import (
     EDGE_KINDS,
@@ -65,6 +65,9 @@ def check_serve(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         v.check("parallelism", tp <= system.scaleup_domain and replica == p["accelerators_per_replica"],
                 f"{where}: TP{tp} exceeds the scale-up domain {system.scaleup_domain} or TPxPP != "
                 f"{p['accelerators_per_replica']}")
+        ep = str(p.get("basis_note", "")).startswith(moe.NOTE)  # (tensor_parallel holds the EP degree)
+        v.check("parallelism", ep or all(arch.tp_splits(m, t) for t in ((pools[1], pools[3]) if pools else (tp,))),
+                f"{where}: TP does not split {m.id}'s {m.attention_heads} attention heads and {m.kv_heads} KV heads evenly")
         slot = slots(replica, system.accelerators)
         half = p.get("disaggregated")
         if not v.check("parallelism", slot is not None and reps >= 1 and (upr >= 1 or half is not None),
