@@ -15,7 +15,7 @@ jobs:
 - {name: rl-0, stage: rl, model: mistral-small-24b, method: full, rollout_tokens_per_s: 510.0,
    rollout_context_tokens: 2396, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 3610000000.0,
    hours_per_day: 12, colocate: false}
-- {name: serve-1, stage: serve, model: llama-3.1-70b, precision: int8, context_tokens: 320153,
+- {name: serve-1, stage: serve, model: llama-3.1-70b, precision: int8, context_tokens: 100000,
    output_tokens: 485, input_tokens: 78978, concurrent_users: 7, min_tokens_per_s_per_user: 1.058,
    latency_critical: true}
 solver: {time_limit_s: 5}
@@ -160,11 +160,18 @@ def test_the_plan_is_the_cheapest_not_a_dearer_one_called_optimal(plan_cli, tmp_
     """fuzz seed 34 case 24 (its next-best fleet cost 7% less than the plan): CBC's probing cuts
     (cbcbox's build) closed the root gap on a plan of $363,014/yr and called it optimal; the
     cheapest is 5 A100 servers plus an N+1 spare on demand at $336,384/yr (HiGHS and PuLP's bundled
-    CBC agree). CBC now runs without probing (milp/solve.py CBC_OPTIONS)."""
+    CBC agree). CBC now runs without probing (milp/solve.py CBC_OPTIONS). Its 744,638-token prompts
+    are past Llama 3.2 3B's 131,072 positions, which is now bad input (exit 2): the case keeps the
+    architecture as an inline model said to reach 1,048,576."""
     path = tmp_path / "s.yaml"
     path.write_text("""name: fuzz-868219
+models:
+- {id: llama-3.2-3b-1m, name: Llama 3.2 3B at 1M, family: llama, source: the catalog's llama-3.2-3b, as_of: 2026-12-02,
+   params_b: 3.21, active_params_b: 3.21, layers: 28, hidden_size: 3072, attention_heads: 24, kv_heads: 8,
+   head_dim: 128, ffn_size: 8192, vocab_size: 128256, tied_embeddings: true, attention: gqa,
+   max_context_tokens: 1048576}
 jobs:
-- {name: serve-0, stage: serve, model: llama-3.2-3b, precision: fp4, context_tokens: 1000000,
+- {name: serve-0, stage: serve, model: llama-3.2-3b-1m, precision: fp4, context_tokens: 1000000,
    output_tokens: 29, input_tokens: 744638, concurrent_users: 5, min_tokens_per_s_per_user: 141.555,
    hours_per_day: 12, kv_precision: int8}
 - {name: tune-1, stage: finetune, model: qwen3-30b-a3b, method: lora, dataset_tokens: 122000.0,

@@ -28,14 +28,27 @@ def test_inline_params_b_far_from_the_architecture_warns_with_both_numbers(plan_
     assert "params_b" not in plan_cli(_with(tmp_path, model={"params_b": 15.5}), "--quiet").err  # within 10%
 
 
-def test_context_above_the_models_maximum_warns_with_the_fix(plan_cli, tmp_path):
+def test_a_served_context_above_the_models_maximum_is_bad_input_with_the_fix(plan_cli, tmp_path):
     path = _with(tmp_path, job={"context_tokens": 65536})  # Qwen2.5-14B: 32,768 positions
-    res = plan_cli(path, "--quiet")
-    assert res.code == 0
-    warning = [line for line in res.err.splitlines() if "maximum context" in line]
-    assert len(warning) == 1 and "65,536" in warning[0] and "32,768" in warning[0]
-    assert "lower context_tokens to at most 32,768" in warning[0]
+    res = plan_cli(path, "--quiet")  # (the serving review: planned with exit 0 and a warning)
+    assert res.code == 2, res.err
+    assert "65,536 tokens, above qwen2.5-14b-instruct's maximum context of 32,768" in res.err
+    assert "lower it to at most 32,768" in res.err and ":" in res.err.split("jobs.0.context_tokens")[0]
+    assert plan_cli("validate", path).code == 2
     assert "maximum context" not in plan_cli(SCENARIOS / "own-model.yaml", "--quiet").err
+
+
+def test_a_training_sequence_above_the_models_maximum_warns_with_the_fix(plan_cli, tmp_path):
+    # training past the model's positions is how a context is extended: a warning, not an error
+    data = yaml.safe_load((SCENARIOS / "own-model.yaml").read_text())
+    data["jobs"] = [{"name": "ext", "stage": "finetune", "model": "qwen2.5-14b-instruct", "method": "lora",
+                     "dataset_tokens": 1e7, "sequence_tokens": 65536}]
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    res = plan_cli(path, "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    warning = [line for line in res.err.splitlines() if "maximum context" in line]
+    assert len(warning) == 1 and "65,536" in warning[0] and "lower sequence_tokens to at most 32,768" in warning[0]
 
 
 def test_a_context_shorter_than_one_request_sizes_the_cache_for_the_request_and_warns(plan_cli, tmp_path):

@@ -100,6 +100,12 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
         elif value is not None and value > req.count:
             problems.append(Problem(f"{flag} {value} exceeds --count {req.count}", flag, "raise --count"))
     m = cat.models.get(req.model)
+    held = max(req.input_tokens + req.output_tokens, req.context_tokens or 0)
+    if m is not None and req.stage == "serve" and m.max_context_tokens and held > m.max_context_tokens:
+        problems.append(Problem(f"{held:,} tokens a sequence, above {m.id}'s maximum context of "
+                                f"{m.max_context_tokens:,}", "--input-tokens" if req.context_tokens is None else
+                                "--context-tokens", f"keep input + output (and --context-tokens) within "
+                                f"{m.max_context_tokens:,}, or choose a model with a longer context"))
     if m is not None and req.stage == "serve":  # splits an engine can run (the planner's own: powers of two)
         if req.tp is not None and (req.tp & (req.tp - 1) or not arch.tp_splits(m, req.tp)):
             kv = "" if m.attention == "mla" else f" and {m.kv_heads} KV heads"

@@ -14,6 +14,7 @@ returns (exit code, first line of the message), with a traceback's text instead 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 import traceback
@@ -42,17 +43,25 @@ def _int(rng: random.Random, lo: int, hi: int) -> int:
     return max(lo, min(hi, int(round(_log_uniform(rng, lo, hi)))))
 
 
+@functools.lru_cache(maxsize=None)
+def _context_cap(model: str) -> int:
+    """The longest context a served job of `model` may hold (its max_context_tokens: more is bad
+    input, exit 2), at most a million."""
+    return min(1_000_000, load_catalog().models[model].max_context_tokens or 1_000_000)
+
+
 def _names():
     cat = load_catalog()
     return (sorted(cat.models), sorted(cat.accelerators), sorted({o.provider for o in cat.offers.values()}))
 
 
 def _serve(rng, model, i) -> dict:
-    ctx = _int(rng, 16, 1_000_000)
+    cap = _context_cap(model)
+    ctx = _int(rng, 16, cap)
     out = _int(rng, 1, min(4096, ctx))
     job = {"name": f"serve-{i}", "stage": "serve", "model": model, "precision": rng.choice(PRECISIONS),
            "context_tokens": ctx, "output_tokens": out,
-           "input_tokens": _int(rng, 1, max(1, min(ctx, 2 * ctx - out))),
+           "input_tokens": _int(rng, 1, max(1, min(ctx, 2 * ctx - out, cap - out))),
            "concurrent_users": _int(rng, 1, 100_000_000),
            "min_tokens_per_s_per_user": round(_log_uniform(rng, 0.5, 300), 3),
            "hours_per_day": rng.choice([24, 24, 12, 8, 1, 0.25])}
@@ -84,7 +93,7 @@ def _pretrain(rng, model, i) -> dict:
 def _rl(rng, model, i) -> dict:
     return {"name": f"rl-{i}", "stage": "rl", "model": model, "method": rng.choice(["full", "lora"]),
             "rollout_tokens_per_s": float(f"{_log_uniform(rng, 10, 1e6):.3g}"),
-            "rollout_context_tokens": _int(rng, 256, 65536),
+            "rollout_context_tokens": _int(rng, min(256, _context_cap(model)), min(65536, _context_cap(model))),
             "min_tokens_per_s_per_rollout": rng.choice([5, 20, 50]),
             "train_tokens_per_day": float(f"{_log_uniform(rng, 1e5, 1e10):.3g}"),
             "hours_per_day": rng.choice([24, 12, 4])}
@@ -93,7 +102,7 @@ def _rl(rng, model, i) -> dict:
 def _edge(rng, model, i) -> dict:
     job = {"name": f"edge-{i}", "stage": "edge", "model": model, "devices": _int(rng, 1, 100_000),
            "device": rng.choice(["robot", "desk", "phone", "any"]), "precision": rng.choice(PRECISIONS),
-           "context_tokens": _int(rng, 64, 131072), "min_tokens_per_s": rng.choice([1, 5, 10, 30])}
+           "context_tokens": _int(rng, 64, min(131072, _context_cap(model))), "min_tokens_per_s": rng.choice([1, 5, 10, 30])}
     if rng.random() < 0.3:
         job["max_power_w"] = rng.choice([15, 60, 300, 1000])
     return job

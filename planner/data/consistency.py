@@ -119,6 +119,37 @@ def check_models(s: Scenario, cat: Catalog) -> list[Problem]:
             for i, job in enumerate(s.jobs) if job.model not in cat.models]
 
 
+SERVED_CONTEXT = ("context_tokens", "rollout_context_tokens")
+"""the context a served model holds per user (a serve job's, an RL job's rollouts'): one the model
+cannot attend is no service at all; a training sequence longer than the model's context is how a
+context is extended, and only warned about (app/advice.py)"""
+
+
+def check_context(s: Scenario, cat: Catalog) -> list[Problem]:
+    """A served context the user set, or one request's own tokens, beyond the model's maximum."""
+    problems = []
+    for i, job in enumerate(s.jobs):
+        m = cat.models.get(job.model)
+        if m is None or not m.max_context_tokens:
+            continue
+        fix = (f"lower it to at most {m.max_context_tokens:,}, or choose a model with a longer context (or define "
+               f"this one under models: with the max_context_tokens its rope scaling reaches)")
+        for key in SERVED_CONTEXT:
+            value = getattr(job, key, None)
+            if value and key in job.model_fields_set and value > m.max_context_tokens:
+                problems.append(Problem(f"{value:,} tokens, above {m.id}'s maximum context of "
+                                        f"{m.max_context_tokens:,}", f"jobs.{i}.{key} ({job.name})", fix))
+        if getattr(job, "stage", None) == "serve":
+            sizes = [(b.input_tokens, b.output_tokens) for b in job.request_mix or []] or \
+                    [(job.input_tokens or 0, job.output_tokens)]
+            request = max(a + b for a, b in sizes)
+            if request > m.max_context_tokens:
+                problems.append(Problem(f"a request of {request:,} tokens (input + output), above {m.id}'s maximum "
+                                        f"context of {m.max_context_tokens:,}", f"jobs.{i} ({job.name})",
+                                        "shorten the requests, or " + fix.split(", or ", 1)[1]))
+    return problems
+
+
 def suggest_model(name: str, models) -> str:
     """suggest() for an unknown model, also from the stem of a checkpoint's name (data.checkpoints)."""
     hint = suggest(name, models, "models")
@@ -208,7 +239,7 @@ def resolve(s: Scenario, catalog_paths: tuple[str, ...] = ()) -> Catalog:
     merged.models.update({m.id: m for m in s.models})
     canonical_names(s, merged)
     problems = []
-    for check in (check_models, check_accelerators, check_providers, check_prices, check_inline_offers):
+    for check in (check_models, check_accelerators, check_providers, check_prices, check_inline_offers, check_context):
         problems += check(s, merged)
     if problems:
         raise InputError(located(problems, s._source))
