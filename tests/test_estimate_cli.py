@@ -136,3 +136,14 @@ def test_a_pretraining_estimate_trains_on_the_sequence_a_plan_would(plan_cli, tm
     opts = build.build(s, resolve(s, ()))
     (at_32,) = {o.hours_per_run for o in opts.batch["pt"] if o.accelerator == "b200" and o.accelerators == 32}
     assert at_32 == pytest.approx(default["hours"], rel=1e-3)
+
+
+@pytest.mark.parametrize("flags, what", [
+    (("--count", "16", "--tp", "16"), "TP16 spans beyond h100-sxm's scale-up domain of 8"),
+    (("--count", "8", "--disaggregated", "--max-throughput"), "--max-throughput searches the aggregated splits alone"),
+])
+def test_estimates_no_plan_would_make_are_refused(plan_cli, flags, what):
+    # the serving review: TP16 was priced at NVLink speed (faster than TP8), and --max-throughput dropped the
+    # disaggregated comparison without a word
+    r = plan_cli("estimate", "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--precision", "fp8", *flags)
+    assert r.code == 2 and what in r.err and "To fix" in r.err, r.err

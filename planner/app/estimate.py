@@ -90,6 +90,15 @@ def _check(req: EstimateRequest, cat) -> list[Problem]:
     if req.batch is not None and req.max_throughput:
         problems.append(Problem("--batch and --max-throughput exclude each other", "--batch",
                                 "give one of them"))
+    if req.max_throughput and req.disaggregated and req.decode_accelerator is None:  # (a cross split: estimate_cross.check)
+        problems.append(Problem("--max-throughput searches the aggregated splits alone; a prefill/decode split is "
+                                "compared at a batch or a per-user target", "--max-throughput",
+                                "drop --max-throughput, and give --min-tokens-per-s-per-user or --batch"))
+    acc = cat.accelerators.get(req.accelerator)
+    if acc is not None and req.stage == "serve" and req.tp is not None and req.tp > acc.scaleup_domain:
+        problems.append(Problem(f"TP{req.tp} spans beyond {acc.id}'s scale-up domain of {acc.scaleup_domain}: tensor "
+                                "parallelism across the scale-out network is not modelled, and no plan uses it",
+                                "--tp", f"use --tp {acc.scaleup_domain} or less, and --pp for more accelerators"))
     if req.stage == "pretrain" and req.method is not None:
         problems.append(Problem("--method chooses how a fine-tune trains; pretraining trains every weight",
                                 "--method", "drop --method, or use --stage finetune"))
@@ -204,8 +213,6 @@ def run_estimate(req: EstimateRequest, catalog_paths: tuple[str, ...] = ()) -> d
         out.update(estimate_cross.run(req, cat, m, wl))
     elif req.disaggregated:
         out.update(_disaggregated(m, acc, wl, req))
-    if tp > acc.scaleup_domain:
-        out["warning"] = f"TP{tp} spans beyond {acc.name}'s scale-up domain of {acc.scaleup_domain}"
     return out
 
 

@@ -278,6 +278,8 @@ def compare_cmd(
     measurements: Optional[List[Path]] = MeasurementsOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress on stderr (compare prints none; "
+                                                            "accepted as run and sweep accept it)"),
 ):
     """Put two plans side by side: cost, NPV, fleet, unmet demand, $ per million tokens. --measurements
     apply to each scenario solved now: plan compare modelled.json SCENARIO --measurements m.csv shows

@@ -99,7 +99,8 @@ class Demand:
 
 
 def kv_precision_of(precision: str, kv_precision: str | None = None) -> str:
-    """The KV cache's precision: as given, else fp8 for 8- and 4-bit weights, bf16 otherwise."""
+    """The KV cache's precision: as given, else fp8 for fp8 and fp4 weights, bf16 otherwise (int8 and
+    int4 are weight-only formats beside a bf16 cache)."""
     return kv_precision or ("fp8" if precision in ("fp8", "fp4") else "bf16")
 
 

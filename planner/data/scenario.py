@@ -114,7 +114,7 @@ class RequestBucket(Strict):
 class ServeJob(JobBase):
     stage: Literal["serve"] = Field(description="serve: an LLM answering concurrent users")
     precision: ServePrecision = Field("bf16", description="weight precision: bf16, fp8, int8, int4 or fp4")
-    kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8, else bf16")
+    kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8 or fp4, else bf16")
     context_tokens: int = Field(4096, ge=1, le=10_000_000, description=(
         "KV held per concurrent user, tokens (a conversation's history); default 4,096, or one request's "
         "input + output tokens where that is more"))

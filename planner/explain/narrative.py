@@ -78,12 +78,16 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
     rows = []
     held, rented = _fleet_words(fm, res), _rented_only(fm, res)
     when = f" in year {fm.last}" if fm.npv else ""
+    modes = set(s.policy.acquisition)
+    capacity, capital = (("buying capacity as needed", ", capital included") if "buy" in modes else
+                         ("reserving capacity as needed", "") if modes & {"reserved-1y", "reserved-3y"} else
+                         ("renting capacity as needed", ""))
     for dk, d in sorted(fm.options.demands.items()):
         job = jobs[d.job]
         need = fm.demand_at(dk, fm.last)
         sr = short.demand.get(dk) if short.ok else None
         lr = long.demand.get(dk) if long.ok else None
-        tail = f" Long run, buying capacity as needed (LP relaxation, capital included): {usd(lr, 2)} per " if lr is not None else ""
+        tail = f" Long run, {capacity} (LP relaxation{capital}): {usd(lr, 2)} per " if lr is not None else ""
         if d.kind == "serve":
             rl = job.stage == "rl"
             what = "concurrent rollout" if rl else "concurrent user"
