@@ -75,3 +75,24 @@ def test_estimate_reads_a_checkpoint_name(plan_cli):
     res = plan_cli("estimate", "--model", "Qwen/Qwen3-8B", "--accelerator", "l40s", "--format", "json")
     assert res.code == 0, res.err
     assert json.loads(res.out)["model"] == "qwen3-8b" and "'Qwen/Qwen3-8B' is read as 'qwen3-8b'" in res.err
+
+
+def test_a_job_without_a_precision_serves_its_model_as_published(plan_cli, tmp_path):
+    # the serving review: DeepSeek-R1 was planned in BF16 (1,256 GiB of weights) and Qwen3-32B-FP8 as BF16
+    def planned(model: str, extra: str = "") -> dict:
+        path = tmp_path / "s.yaml"
+        path.write_text("name: t\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand]}\n"
+                        f"jobs: [{{name: j, stage: serve, model: {model}, concurrent_users: 5{extra}}}]\n")
+        res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+        assert res.code == 0, res.err
+        return json.loads(res.out)
+
+    r1 = planned("deepseek-ai/DeepSeek-R1-0528")
+    assert any("served at fp8, as deepseek-r1's published weights (fp8)" in n for n in r1["notes"])
+    assert r1["jobs"][0]["placements"][0]["weights_gb"] * r1["jobs"][0]["placements"][0]["accelerators_per_replica"] < 700
+    qwen = planned("Qwen/Qwen3-32B-FP8")
+    assert any("served at fp8, as its checkpoint's name (Qwen/Qwen3-32B-FP8)" in n for n in qwen["notes"])
+    assert "qwen3-32b (fp8" in qwen["jobs"][0]["checks"]["run_it"]
+    told = planned("deepseek-ai/DeepSeek-R1-0528", ", precision: bf16")  # what the job says, it gets
+    assert not any("is not set" in n for n in told.get("notes", []))
+    assert "served at" not in json.dumps(planned("meta-llama/Llama-3.1-8B-Instruct").get("notes", []))

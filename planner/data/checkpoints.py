@@ -10,8 +10,8 @@ A name stands for a catalog model when, case aside, it is
      -AWQ, -v0.3, ...) are dropped from both, the same stem as the id or one of those repos.
 A name that stands for several models, or for none, is not resolved (the caller says so and lists
 the close ids): a planner that guessed the architecture would size the wrong fleet. A quantised
-checkpoint resolves to its architecture; the precision served is the job's `precision`, not the
-name's suffix.
+checkpoint resolves to its architecture; the precision served is the job's `precision`, or where it sets
+none the name's suffix (data/consistency.py: -FP8 serves fp8, -AWQ int4, ...).
 """
 
 from __future__ import annotations

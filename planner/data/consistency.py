@@ -35,7 +35,7 @@ def read_as(where: str, name: str, known, checkpoints: bool = False) -> str | No
         canonical = catalog_model(name, known)
         if canonical:
             note(f"note: {where} '{name}' is read as '{canonical}', the catalog's architecture of that "
-                 "checkpoint (the precision served is the one the job or flag names)")
+                 "checkpoint (the precision served is the one the job or flag names, else the one it was published in)")
             return canonical
     return None
 
@@ -47,6 +47,7 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
     models = {**cat.models, **{m.id: m for m in s.models}}
     accelerators = cat.accelerators
     providers = {o.provider for o in cat.offers.values()} | {o.provider for o in s.offers}
+    written = [job.model for job in s.jobs]  # (a checkpoint's name may say its precision: served_precision)
     fields = [(f"jobs.{i}.model", job, "model", models) for i, job in enumerate(s.jobs)]
     fields += [(f"trends.{i}.accelerator", t, "accelerator", accelerators) for i, t in enumerate(s.trends)]
     fields += [(f"prices.{i}.offer", p, "offer", cat.offers) for i, p in enumerate(s.prices)]
@@ -54,6 +55,8 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
         canonical = read_as(where, getattr(obj, key), known, checkpoints=known is models)
         if canonical:
             setattr(obj, key, canonical)
+    for i, job in enumerate(s.jobs):
+        _serve_as_published(i, job, written[i], models)
     for i, held in enumerate(s.owned):
         canonical = by_case(held.system, cat.systems)
         if canonical:
@@ -72,6 +75,31 @@ def canonical_names(s: Scenario, cat: Catalog) -> None:
             if canonical:
                 note(f"note: policy.{key} '{name}' is read as '{canonical}' (ids are lower-case)")
                 names[i] = canonical
+
+
+PUBLISHED = {"fp8": "fp8", "mxfp4": "fp4", "nvfp4": "fp4", "fp4": "fp4", "int8": "int8", "w8a8": "int8",
+             "int4": "int4", "awq": "int4", "gptq": "int4", "w4a16": "int4"}
+"""a checkpoint's quantisation (its name's suffix, or the catalog's native_precision) -> the serving
+precision that holds those weights"""
+
+
+def _serve_as_published(i: int, job, written: str, models: dict) -> None:
+    """A serve or RL job that sets no precision serves its model as published: the precision its
+    checkpoint's name says (Qwen/Qwen3-32B-FP8), else the catalog's native_precision (DeepSeek-R1 in
+    fp8, gpt-oss in MXFP4), not bf16 (the serving review: R1 planned with 1,256 GiB of BF16 weights);
+    said in a note. A bf16 model stays bf16 without one."""
+    m = models.get(job.model)
+    if m is None or getattr(job, "stage", None) not in ("serve", "rl") or "precision" in job.model_fields_set:
+        return
+    suffix = next((PUBLISHED[k] for k in PUBLISHED if written.lower().endswith(f"-{k}") or
+                   written.lower().endswith(f"_{k}")), None)
+    published = suffix or PUBLISHED.get((m.native_precision or "bf16").lower())
+    if published is None or published == job.precision:
+        return
+    object.__setattr__(job, "precision", published)
+    where = f"its checkpoint's name ({written})" if suffix else f"{m.id}'s published weights ({m.native_precision})"
+    note(f"note: jobs.{i}.precision ({job.name}) is not set: served at {published}, as {where}; set precision: "
+         "bf16 to serve it in BF16")
 
 
 def allowed_regions(s: Scenario) -> list[str]:
