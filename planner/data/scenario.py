@@ -113,7 +113,9 @@ class RequestBucket(Strict):
 
 class ServeJob(JobBase):
     stage: Literal["serve"] = Field(description="serve: an LLM answering concurrent users")
-    precision: ServePrecision = Field("bf16", description="weight precision: bf16, fp8, int8, int4 or fp4")
+    precision: ServePrecision = Field("bf16", description=(
+        "weight precision: bf16, fp8, int8, int4 or fp4; unset, the model's as published (a checkpoint name's -FP8, "
+        "-AWQ, ... suffix, else the catalog's native_precision; bf16 for most models), said in a note"))
     kv_precision: Optional[KVPrecision] = Field(None, description="default: fp8 if precision is fp8 or fp4, else bf16")
     context_tokens: int = Field(4096, ge=1, le=10_000_000, description=(
         "KV held per concurrent user, tokens (a conversation's history); default 4,096, or one request's "
@@ -240,7 +242,8 @@ class RLJob(JobBase):
     trainer_sequence_tokens: int = Field(8192, ge=128, le=1_000_000, description=(
         "sequence length of the trainer's steps, tokens (default: rollout_context_tokens, what a rollout holds)"))
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank of the trainer when method is lora")
-    precision: ServePrecision = Field("bf16", description="weight precision of the rollout replicas")
+    precision: ServePrecision = Field("bf16", description=(
+        "weight precision of the rollout replicas; unset, the model's as published (see a serve job's precision)"))
     trainer_precision: Literal["bf16", "fp8"] = Field("bf16", description=(
         "the trainer's compute precision: bf16, or fp8 (an accelerator without FP8 matmuls runs it in bf16)"))
     train_tokens_per_day: float = Field(ge=1, le=1e14, description="tokens the trainers consume per day")
