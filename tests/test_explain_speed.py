@@ -4,6 +4,7 @@ MILPs' share of the time (a variant it leaves out is said so, in the plan and it
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -264,3 +265,21 @@ def test_a_small_plan_does_not_load_numpy():
     out = subprocess.run([sys.executable, "-c", code, str(SCENARIOS / "bank.yaml")], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_what_n_plus_1_costs_is_what_planning_without_it_saves(plan_cli, tmp_path):
+    """The serving review: 'N+1 costs $20,411/yr' while plan compare showed $25,930: the re-plan dropped
+    the spares but kept N+1's ban on marketplace hosts. Without N+1 a serving job may use them again."""
+    body = ("name: chat70b\nhorizon_years: 1\npolicy: {{acquisition: [on-demand, reserved-1y], redundancy: {r}}}\n"
+            "jobs: [{{name: chat, stage: serve, model: llama-3.3-70b, precision: fp8, concurrent_users: 400,\n"
+            "        input_tokens: 2000, output_tokens: 500, max_tpot_ms: 40, max_ttft_s: 1.0}}]\n")
+    costs = {}
+    for r in ("n+1", "none"):
+        path = tmp_path / f"{r}.yaml"
+        path.write_text(body.format(r=r))
+        res = plan_cli(path, "--format", "json", "--quiet", "--explain", "full" if r == "n+1" else "none")
+        assert res.code == 0, res.err
+        costs[r] = json.loads(res.out)
+    row = next(e for e in costs["n+1"]["explanations"] if e["constraint"] == "policy.redundancy")
+    saved = costs["n+1"]["total_cost_usd_per_year"] - costs["none"]["total_cost_usd_per_year"]
+    assert row["binding"] and abs(row["shadow_price"] - saved) <= 1.0, (row, saved)

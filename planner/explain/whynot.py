@@ -164,9 +164,10 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
         if getattr(s.budget, name) is not None:
             out.append(Variant(("cap", name), s.model_copy(update={"budget": s.budget.model_copy(
                 update={name: None})}), lifted=True))
-    if s.policy.redundancy == "n+1":
+    if s.policy.redundancy == "n+1":  # without N+1 a serving part may use marketplace hosts again (eligibility):
+        serving = tuple(j.name for j in s.jobs if j.stage in ("serve", "rl"))  # their offers are found again
         out.append(Variant(("cap", "redundancy"), s.model_copy(update={"policy": s.policy.model_copy(
-            update={"redundancy": "none"})}), lifted=True))
+            update={"redundancy": "none"})}), lifted=True, rebuild_options=bool(serving), rebuild_jobs=serving))
     cost = {j["name"]: j["cost_usd_per_year"] or 0.0 for j in plan["jobs"]}
     costliest = sorted((j for j in s.jobs if j.stage == "serve"), key=lambda j: (-cost.get(j.name, 0.0), j.name))
     for j in costliest[:TARGET_JOBS]:
