@@ -8,6 +8,7 @@ Every plan here is solved without explanations except where the why-not is the p
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 import pytest
@@ -458,3 +459,21 @@ def test_an_api_bills_a_request_rate_by_its_requests_not_by_its_littles_law_user
     assert share["cost_usd_per_year"] == pytest.approx(billed, rel=1e-5)
     unit = plan["jobs"][0]["unit_cost"]
     assert unit["output_tokens_per_year"] == pytest.approx(0.5 * 600 * seconds, rel=1e-6)
+
+
+def test_a_plan_says_what_its_yearly_cost_assumes_that_no_invoice_shows(plan_cli, tmp_path):
+    """The finance review: a one-period plan credits the resale of what it buys, and charges a 3-year
+    reservation over a 2-year horizon, without a word in the text."""
+    bank = " ".join(plan_cli(SCENARIOS / "bank.yaml", "--explain", "none", "--quiet").out.split())  # (unwrapped)
+    assert "Resale assumed: 2x h200-nvl-x4 sold when the 3-year horizon ends, for $65,117 (23% of the" in bank
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nhorizon_years: 2\nsite: {ownership: cloud}\n"
+                    "policy: {acquisition: [reserved-3y], accelerators: [h100-sxm], providers: [aws]}\n"
+                    "jobs: [{name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 200}]\n")
+    res = plan_cli(path, "--format", "json", "--explain", "none", "--quiet")
+    assert res.code == 0, res.err
+    row = json.loads(res.out)["fleet"][0]
+    assert row["term_years"] == 3 and row["contract_usd_per_year"] < row["cost_usd_per_year"]
+    text = " ".join(plan_cli(path, "--explain", "none", "--quiet").out.split())
+    assert f"is a 3-year contract at ${row['contract_usd_per_year']:,.0f} a year" in text
+    assert "1 year(s) past this 2-year plan" in text

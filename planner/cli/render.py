@@ -44,6 +44,7 @@ def fleet_notes(plan: dict) -> list[str]:
         out.append(f"Marketplace capacity: {', '.join(market)} run on third-party hosts with no capacity or uptime "
                    "promise (and the catalog's max_systems caps how many one buyer gets); a job that must stay up "
                    "can set latency_critical: true, or the scenario policy.provider_tiers")
+    out += money_notes(plan)
     for f in plan["fleet"]:
         source = str(f.get("price_source") or "")
         if source.upper().startswith(UNQUOTED):
@@ -51,6 +52,28 @@ def fleet_notes(plan: dict) -> list[str]:
             out.append(f"Price not quoted: {f['offer']} ({f['acquisition']}, {f['provider']}) is a catalog "
                        f"{what.lower()} as of {f['price_as_of']}, not a public price; get a quote before acting on "
                        "this plan, and put it in with --catalog (a CSV of your offers)")
+    return out
+
+
+def money_notes(plan: dict) -> list[str]:
+    """What the yearly cost assumes that no invoice shows (the finance review): the resale of the systems
+    bought, netted off their capital (single-period plans), and a reservation whose term runs past
+    the horizon, whose whole term the plan's years are charged."""
+    horizon, out = plan.get("horizon_years") or 1, []
+    sold = [f for f in plan["fleet"] if f.get("residual_value_usd") and "years" not in plan]
+    if sold:
+        back, paid = sum(f["residual_value_usd"] for f in sold), sum(f["purchase_usd"] or 0 for f in sold)
+        items = ", ".join(f"{f['systems']}x {f['system']}" for f in sold)
+        out.append(f"Resale assumed: {items} sold when the {horizon:g}-year horizon ends, for {usd(back)} "
+                   f"({back / paid:.0%} of the {usd(paid)} paid, at used-market prices); the yearly cost nets it off")
+    for f in plan["fleet"]:
+        term = f.get("term_years")
+        if term and term > horizon and f.get("contract_usd_per_year"):
+            rate = f["contract_usd_per_year"]
+            out.append(f"Commitment past the horizon: {f['systems']}x {f['system']} ({f['acquisition']}, {f['provider']}) "
+                       f"is a {term}-year contract at {usd(rate)} a year ({usd(rate * term)} in all), "
+                       f"{term - horizon:g} year(s) past this {horizon:g}-year plan, whose yearly cost spreads the "
+                       "whole term over its years")
     return out
 
 

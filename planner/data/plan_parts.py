@@ -56,6 +56,11 @@ class FleetItem(Part):
         "USD the bought systems fetch when resold at the end of a horizon shorter than their useful life "
         "(physics.costs.residual_fraction: 0.61 x max(0.03, 0.72^years) of purchase), credited in their yearly "
         "capital cost; 0 when kept to the end of their life; null unless bought (single-period plans only)")
+    term_years: int = absent("a reservation's term in years (reserved offers only)")
+    contract_usd_per_year: float = absent(
+        "USD a year the reservation's invoices come to: its hourly rate x 8,760 x systems, for term_years; "
+        "cost_usd_per_year differs where the term runs past the horizon (the whole term is charged to the "
+        "plan's years) (reserved offers only)")
     power_kw: float = Field(description="kW drawn by the systems at full load")
     price_source: str = Field(description="where the offer's price comes from")
     price_as_of: datetime.date = Field(description="date of the offer's price (ISO 8601)")

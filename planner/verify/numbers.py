@@ -55,6 +55,12 @@ def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str
                 f"in '{o.region}', tier '{o.tier}'")
         v.check("plan", close(f["power_kw"], system.power_kw * n, 1e-4, 0.01),
                 f"{name}: {f['power_kw']} kW for {n} systems of {system.power_kw:g} kW")
+        if "contract_usd_per_year" in f:  # (single-period plans' reservations)
+            want = (o.price_usd_per_hour or 0.0) * HOURS_PER_YEAR * n
+            v.check("costs", o.acquisition in costs.RESERVED_TERM_YEARS and f.get("term_years") ==
+                    costs.RESERVED_TERM_YEARS[o.acquisition] and close(f.get("contract_usd_per_year") or 0.0, want, 1e-6, 0.01),
+                    f"{name}: a {f.get('term_years')}-year contract at ${f.get('contract_usd_per_year')} a year; the "
+                    f"offer is {o.acquisition} at ${o.price_usd_per_hour}/h x {n} systems = ${want:,.2f} a year")
         if o.acquisition != "buy":
             v.check("costs", f.get("purchase_usd") is None and not f.get("residual_value_usd"),
                     f"{name}: a purchase price (${f.get('purchase_usd')}) or residual value "
