@@ -477,3 +477,18 @@ def test_a_plan_says_what_its_yearly_cost_assumes_that_no_invoice_shows(plan_cli
     text = " ".join(plan_cli(path, "--explain", "none", "--quiet").out.split())
     assert f"is a 3-year contract at ${row['contract_usd_per_year']:,.0f} a year" in text
     assert "1 year(s) past this 2-year plan" in text
+
+
+def test_a_site_that_can_buy_nothing_usable_says_so_not_a_ttft_it_meets(plan_cli, tmp_path):
+    # the finance review: a China site buying only got "the quickest is a6000 at 0.50 s: raise max_ttft_s to
+    # 0.51" against a 2 s limit; the a6000 is a workstation a data center does not buy, the rest need licences
+    path = tmp_path / "cn.yaml"
+    path.write_text("name: cn\nsite: {ownership: colo, region: cn, cooling: air}\n"
+                    "policy: {acquisition: [buy], stacks: [cuda]}\n"
+                    "jobs: [{name: a, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 400,\n"
+                    "        min_tokens_per_s_per_user: 20, max_ttft_s: 2}]\n")
+    res = plan_cli(path, "--quiet")
+    assert res.code == 3, res.err
+    head = res.err.splitlines()[0]
+    assert "max_ttft_s" not in head and "none this job may use" in head, head
+    assert "export licence" in res.err

@@ -18,7 +18,9 @@ def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
     target = job.min_tokens_per_s_per_rollout if rl else job.min_tokens_per_s_per_user
     max_ttft = None if rl else job.max_ttft_s
     fast = quick = None
-    for sid in sorted({o.system for o in opts.offers.values()}):
+    mine = opts.eligible.get(d.key)  # (the demand's own offers: the site and the export rules rule some out)
+    for sid in sorted({opts.offers[oid].system for oid in mine} if mine is not None else
+                      {o.system for o in opts.offers.values()}):
         system = cat.systems[sid]
         acc = cat.accelerators[system.accelerator]
         max_tp = options.MAX_TP_MOE if m.is_moe else options.MAX_TP_DENSE
@@ -46,7 +48,7 @@ def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
                 f"{acc} ({sid}, TP{tp} PP{pp}) at {tps:,.1f} tok/s per user",
                 {"family": "target", "constraint": field, "current": target, "suggested": new,
                  "message": f"lower {field} to at most {new:,.1f}, or use a lower precision"})
-    if quick is not None and max_ttft is not None:
+    if quick is not None and max_ttft is not None and quick[-1] > max_ttft:  # (within it: not what rules it out)
         *_, acc, sid, tp, pp, t = quick
         new = math.ceil(t * 100) / 100
         return (f"no configuration that reaches {target:g} tok/s per user gives a first token within "
