@@ -277,3 +277,23 @@ def test_a_diagnosis_the_time_limit_cut_says_its_amounts_are_not_the_least(tmp_p
     assert out["cut_short"] and "proved its amounts the least" in out["cut_short"][0]
     assert "the time limit stopped the diagnosis before it proved these amounts the least" in out["diagnosis"]
     assert out["relax"] and all(r["family"] == "budget" for r in out["relax"])
+
+
+def test_the_headline_names_contracts_that_end_before_the_final_year(plan_cli, tmp_path):
+    """The finance review: years 1-3 on a 3-year AWS reservation and year 4 on demand at Lambda; the
+    headline, built from the final year's fleet, named the Lambda rental alone."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: r\nhorizon_years: 4\nsite: {ownership: cloud}\n"
+                    "policy: {acquisition: [on-demand, reserved-1y, reserved-3y], accelerators: [h100-sxm], "
+                    "providers: [aws, lambda]}\n"
+                    "trends: [{accelerator: '*', price_decline_per_year: 0.15}]\n"
+                    "jobs: [{name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, context_tokens: 8192,\n"
+                    "        concurrent_users: 480, min_tokens_per_s_per_user: 20, max_ttft_s: 2}]\n")
+    res = plan_cli(path, "--format", "json", "--explain", "none", "--quiet")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    signed = [(y["year"], p["acquisition"]) for y in plan["years"] for p in y["purchases"]]
+    final = {f["offer"] for f in plan["fleet"]}
+    gone = [p for y in plan["years"] for p in y["purchases"] if p["offer"] not in final]
+    assert gone, signed  # (the scenario's point: a contract that ends before the last year)
+    assert "Signed before the final year and ended by it: year 1: reserve for 3 years" in plan["summary"]

@@ -260,7 +260,7 @@ def summary(plan: dict, s) -> str:
             text += f" (purchases paid {listed(paid)})"
     elif purchase := sum(f["purchase_usd"] or 0.0 for f in plan["fleet"]):
         text += f" (${purchase:,.0f} up front)"
-    text += "."
+    text += "." + (_earlier(plan) if plan.get("years") else "")
     rate = s.policy.cost_per_system_type_usd_year
     if rate:
         types = sorted({f["system"] for f in plan["fleet"] if f["acquisition"] != "api"})
@@ -293,6 +293,22 @@ def _item(f: dict) -> str:
                 "their power, hosting and operations paid)")
     return (f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
             f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})")
+
+
+def _earlier(plan: dict) -> str:
+    """A multi-year plan's purchases and reservations that are not in its final year's fleet (the
+    fleet above), with the year each was signed (the finance review: a 3-year reservation of years
+    1-3 vanished from a headline that named the year-4 rental only)."""
+    final = {f["offer"] for f in plan["fleet"]}
+    done = []
+    for y in plan["years"]:
+        providers = {f["offer"]: f["provider"] for f in y["fleet"]}
+        for p in y.get("purchases") or []:
+            if p["offer"] not in final:
+                done.append(f"year {y['year']}: {VERBS.get(p['acquisition'], p['acquisition']).lower()} {p['systems']:,}x "
+                            f"{p['system']} ({providers.get(p['offer'], '?')}, ${p['total_usd']:,.0f}"
+                            + (" a year)" if p["acquisition"] != "buy" else ")"))
+    return f" Signed before the final year and ended by it: {'; '.join(done)}." if done else ""
 
 
 def _idle_owned(plan: dict, s) -> str:
