@@ -492,3 +492,22 @@ def test_a_site_that_can_buy_nothing_usable_says_so_not_a_ttft_it_meets(plan_cli
     head = res.err.splitlines()[0]
     assert "max_ttft_s" not in head and "none this job may use" in head, head
     assert "export licence" in res.err
+
+
+def test_an_api_bills_a_conversations_history_on_every_turn(plan_cli, tmp_path):
+    """The serving review: a 16k-token chat billed 1,000 input tokens a turn on a hosted API, which
+    receives the whole conversation again each turn (a replica keeps it in its prefix cache)."""
+    def planned(extra: str):
+        path = tmp_path / "h.yaml"
+        path.write_text("name: h\npolicy: {acquisition: [api]}\n"
+                        "jobs: [{name: chat, stage: serve, model: llama-3.3-70b, precision: fp8, concurrent_users: 300,\n"
+                        f"        context_tokens: 16000, input_tokens: 1000, output_tokens: 400{extra},\n"
+                        "        min_tokens_per_s_per_user: 25, active_fraction: 0.25}]\n")
+        res = plan_cli(path, "--format", "json", "--explain", "none", "--quiet")
+        assert res.code == 0, res.err
+        return res, json.loads(res.out)["jobs"][0]["api"][0]
+    res, alone = planned("")
+    assert "set history_tokens to the earlier turns each request sends" in res.err
+    _, chat = planned(", history_tokens: 7000")
+    assert chat["input_tokens_per_year"] == pytest.approx(alone["input_tokens_per_year"] * 8, rel=1e-6)
+    assert chat["cost_usd_per_year"] > 3 * alone["cost_usd_per_year"]

@@ -43,7 +43,22 @@ def advise(s: Scenario, cat: Catalog) -> None:
                  f"the cache is sized for {request:,}; raise context_tokens to at least {request:,} (or shorten the "
                  "requests)")
         _rl_tokens(i, job)
+        _history(i, job, s)
     unused_measurements(s)
+
+
+def _history(i: int, job, s: Scenario) -> None:
+    """Note a serve job a hosted API may take whose context is well above one request's tokens with no
+    history_tokens: if that context is a conversation, the API bills its earlier turns on every turn."""
+    if getattr(job, "stage", None) != "serve" or "api" not in s.policy.acquisition or job.history_tokens \
+            or "context_tokens" not in job.model_fields_set or job.request_mix:
+        return
+    request = job.input_tokens + job.output_tokens
+    if job.context_tokens >= 2 * request:
+        note(f"note: jobs.{i} ({job.name}) holds {job.context_tokens:,} tokens of context per user for requests of "
+             f"{request:,}: if that is a conversation's history, a hosted API bills it again on every turn while "
+             "a replica keeps it cached; set history_tokens to the earlier turns each request sends (the API's price "
+             "rises, self-hosting's does not)")
 
 
 RL_TRAIN_OVER_GENERATED = (0.1, 8.0)

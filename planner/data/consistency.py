@@ -97,6 +97,8 @@ def _serve_as_published(i: int, job, written: str, models: dict) -> None:
     if published is None or published == job.precision:
         return
     object.__setattr__(job, "precision", published)
+    if hasattr(job, "kv_precision") and "kv_precision" not in job.model_fields_set:  # (its default follows)
+        object.__setattr__(job, "kv_precision", "fp8" if published in ("fp8", "fp4") else "bf16")
     where = f"its checkpoint's name ({written})" if suffix else f"{m.id}'s published weights ({m.native_precision})"
     note(f"note: jobs.{i}.precision ({job.name}) is not set: served at {published}, as {where}; set precision: "
          "bf16 to serve it in BF16")

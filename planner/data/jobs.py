@@ -142,6 +142,14 @@ def serve_parts(job: ServeJob) -> list[tuple[str, Workload, int, float | None]]:
     return out
 
 
+def api_prompt_tokens(job: ServeJob) -> int:
+    """Prompt tokens a hosted API bills per request of a serve job: its input_tokens (what a
+    self-hosted replica prefills: not already cached) and its history_tokens, a conversation's
+    earlier turns, which the replica keeps in its prefix cache but a stateless API receives again on
+    every turn (the serving review: 16k-token chats billed 1,000 input tokens a turn)."""
+    return job.input_tokens + job.history_tokens
+
+
 def output_tokens_per_s_per_user(job: ServeJob) -> float:
     """Output tokens one concurrent user of a serve job generates per second at the peak, for its
     yearly tokens (token-priced APIs, unit costs): its speed target; or, where the job gives its

@@ -124,6 +124,9 @@ class ServeJob(JobBase):
                                        "already cached (default: an eighth of the context, "
                                        "a chat turn with some retrieved text)")
     output_tokens: int = Field(512, ge=1, le=1_000_000, description="tokens generated per request")
+    history_tokens: int = Field(0, ge=0, le=10_000_000, description=(
+        "a conversation's earlier turns sent with each request, tokens: a self-hosted replica keeps them in its "
+        "prefix cache (context_tokens holds them), a hosted API bills them again on every turn"))
     concurrent_users: Optional[int] = Field(None, ge=1, le=100_000_000, description=(
         "users generating at the same time at the daily peak: the demand the fleet is sized for (or requests_per_s)"))
     requests_per_s: Optional[float] = Field(None, gt=0, le=1e7, description=(
@@ -188,10 +191,12 @@ class ServeJob(JobBase):
             self.kv_precision = "fp8" if self.precision in ("fp8", "fp4") else "bf16"
         if self.input_tokens is None:
             self.input_tokens = max(1, self.context_tokens // 8)
-        elif "context_tokens" not in self.model_fields_set and self.input_tokens + self.output_tokens > self.context_tokens:
-            # sizes given, context not: the KV holds one request (a 12,000-token prompt was refused against
-            # the 4,096 default, and 6,000 were warned about at plan time only); the field stays unset
-            object.__setattr__(self, "context_tokens", self.input_tokens + self.output_tokens)
+        elif ("context_tokens" not in self.model_fields_set
+              and self.history_tokens + self.input_tokens + self.output_tokens > self.context_tokens):
+            # sizes given, context not: the KV holds one request and the history before it (a 12,000-token
+            # prompt was refused against the 4,096 default, and 6,000 were warned about at plan time only);
+            # the field stays unset
+            object.__setattr__(self, "context_tokens", self.history_tokens + self.input_tokens + self.output_tokens)
         if self.input_tokens + self.output_tokens > self.context_tokens * 2:
             raise ValueError(f"input_tokens + output_tokens ({self.input_tokens + self.output_tokens}) "
                              f"far exceed context_tokens ({self.context_tokens}); raise context_tokens")

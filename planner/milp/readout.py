@@ -353,7 +353,8 @@ def _unit_cost(job, cost, placements, fm, res, keys, api=(), year: int = 1) -> d
         if not served:
             return {"usd_per_million_tokens": None}
         t = job_tokens(job)
-        out, inp, req = served * t.output_per_user_year, served * t.input_per_user_year, served * t.requests_per_user_year
+        out, req = served * t.output_per_user_year, served * t.requests_per_user_year
+        inp = req * job.input_tokens  # (the job's own prompts: an API also bills a conversation's history again)
         per_out = r2(cost / out * 1e6, 4)
         return {"usd_per_million_tokens": per_out, "usd_per_million_output_tokens": per_out,
                 "usd_per_million_input_tokens": r2(cost / inp * 1e6, 4), "usd_per_request": r2(cost / req, 6),

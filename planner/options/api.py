@@ -7,7 +7,8 @@ where tok/s is min_tokens_per_s_per_user, or for traffic given as requests_per_s
 output tokens over the users it makes (data.jobs.output_tokens_per_s_per_user: they also wait for
 the first token, and the users round up)
   requests/yr      = output tokens / output_tokens per request
-  input tokens/yr  = requests x input_tokens per request
+  input tokens/yr  = requests x (input_tokens + history_tokens): a conversation's earlier turns,
+                     which a stateless API receives again on every turn (data.jobs.api_prompt_tokens)
 An API bills those tokens at its $/M input and output prices, so a tool busy a small share of its
 hours pays for that share, where self-hosted capacity is sized for the peak of concurrent users.
 An API's rate limits cap the share of a job's peak it can take, each over one user's use of it per
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from planner.data.catalog import ApiOffer, Catalog
 from planner.data.constants import DAYS_PER_YEAR, SECONDS_PER_HOUR
-from planner.data.jobs import output_tokens_per_s_per_user
+from planner.data.jobs import api_prompt_tokens, output_tokens_per_s_per_user
 from planner.data.scenario import Scenario, ServeJob
 from planner.options.eligibility import allowed_regions
 
@@ -55,8 +56,9 @@ def job_tokens(job: ServeJob) -> Tokens:
     tps = output_tokens_per_s_per_user(job)
     out = tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
     requests = out / job.output_tokens
-    per_minute = tps * 60 * (1 + job.input_tokens / job.output_tokens)
-    return Tokens(out, requests * job.input_tokens, requests, per_minute, tps * 60, job.output_tokens)
+    sent = api_prompt_tokens(job)  # (a conversation's history included: data.jobs)
+    per_minute = tps * 60 * (1 + sent / job.output_tokens)
+    return Tokens(out, requests * sent, requests, per_minute, tps * 60, job.output_tokens)
 
 
 def api_usd_per_user_year(a: ApiOffer, t: Tokens) -> float:

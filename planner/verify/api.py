@@ -38,7 +38,8 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
         tps = output_tokens_per_s_per_user(job)  # (the speed target, or the request rate's share)
         out = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
         requests = out / job.output_tokens
-        inp = requests * job.input_tokens
+        sent = job.input_tokens + job.history_tokens  # (a conversation's earlier turns, sent again each turn)
+        inp = requests * sent
         for key, want in (("output_tokens_per_year", out), ("input_tokens_per_year", inp),
                           ("requests_per_year", requests)):
             v.check("costs", close(r[key], want, 1e-5, 1.0), f"{where}: {key} {r[key]:,.0f}, the job gives {want:,.0f}")
@@ -47,8 +48,8 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                 f"{where}: ${r['cost_usd_per_year']:,.2f}/yr; its tokens at ${a.usd_per_m_input_tokens}/"
                 f"${a.usd_per_m_output_tokens} per M in/out cost ${usd:,.2f}")
         per_minute = served * tps * 60  # generated tokens a minute at the peak
-        use = {"tokens": per_minute * (1 + job.input_tokens / job.output_tokens), "output tokens": per_minute,
-               "input tokens": per_minute * job.input_tokens / job.output_tokens,
+        use = {"tokens": per_minute * (1 + sent / job.output_tokens), "output tokens": per_minute,
+               "input tokens": per_minute * sent / job.output_tokens,
                "requests": per_minute / job.output_tokens}
         for what, limit in a.limits():
             v.check("availability", use[what] <= limit * (1 + 1e-6),
