@@ -33,6 +33,11 @@ def place_of(offer, stack: str) -> tuple[str, str]:
     return (MARKETPLACE if offer.tier == "marketplace" else f"{offer.provider} ({offer.region})"), stack
 
 
+def place_in(offer, cat) -> tuple[str, str]:
+    """place_of an offer, its stack read from the catalog's accelerator of its system."""
+    return place_of(offer, cat.accelerators[cat.systems[offer.system].accelerator].stack)
+
+
 def words(place: tuple[str, str]) -> str:
     return f"{place[0]} on {place[1]}"
 
@@ -49,7 +54,7 @@ def placed_at(placements: list[dict], cat) -> set[tuple[str, str]]:
     for p in placements:
         o = cat.offers.get(p.get("offer", ""))
         if o is not None:
-            out.add(place_of(o, cat.accelerators[cat.systems[o.system].accelerator].stack))
+            out.add(place_in(o, cat))
     return out
 
 

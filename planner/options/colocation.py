@@ -5,14 +5,13 @@ place of those is the MILP's choice (milp/colocation.py)."""
 
 from __future__ import annotations
 
-from planner.data.colocation import MARKETPLACE, colocated, place_of, words
+from planner.data.colocation import MARKETPLACE, colocated, place_in, words
 from planner.options.eligibility import batch_offer_exclusion
 from planner.options.types import Options
 
 
 def place(opts: Options, cat, oid: str) -> tuple[str, str]:
-    o = opts.offers[oid]
-    return place_of(o, cat.accelerators[cat.systems[o.system].accelerator].stack)
+    return place_in(opts.offers[oid], cat)
 
 
 def _places(opts: Options, cat, dk: str) -> set[tuple[str, str]]:
