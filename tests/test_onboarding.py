@@ -184,3 +184,14 @@ def test_estimate_context_tokens_reserves_a_serve_jobs_kv(plan_cli):
     short, held = (json.loads(plan_cli(*args, *extra).out) for extra in ((), ("--context-tokens", "8192")))
     assert held["batch"] < short["batch"] and held["kv_gb"] > short["kv_gb"]
     assert held["batch"] == 50
+
+
+def test_a_site_outside_the_us_with_no_regions_is_told_global_offers_may_serve(plan_cli, tmp_path):
+    # the reviews: an EU site's plan rented marketplace hosts anywhere, with no word about residency
+    path = tmp_path / "eu.yaml"
+    path.write_text("name: eu\nsite: {region: eu}\npolicy: {acquisition: [on-demand]}\n"
+                    "jobs: [{name: a, stage: serve, model: llama-3.1-8b, concurrent_users: 20}]\n")
+    res = plan_cli(path, "--quiet", "--explain", "none")
+    assert res.code == 0 and "set policy.regions: [eu] if the data or the hardware must stay in 'eu'" in res.err
+    path.write_text(path.read_text().replace("acquisition: [on-demand]", "acquisition: [on-demand], regions: [eu]"))
+    assert "policy.regions is unset" not in plan_cli(path, "--quiet", "--explain", "none").err

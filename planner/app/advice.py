@@ -26,6 +26,7 @@ def advise(s: Scenario, cat: Catalog) -> None:
                  f"has {total_b:,.2f} billion parameters ({m.params_b / total_b - 1:+.0%}); memory and speed "
                  "follow the architecture, so check layers, hidden_size, ffn_size, vocab_size and experts "
                  "against config.json, or correct params_b")
+    _residency(s)
     for i, job in enumerate(s.jobs):
         m = cat.models.get(job.model)
         if m is None or not m.max_context_tokens:
@@ -45,6 +46,18 @@ def advise(s: Scenario, cat: Catalog) -> None:
         _rl_tokens(i, job)
         _history(i, job, s)
     unused_measurements(s)
+
+
+def _residency(s: Scenario) -> None:
+    """Note a site outside the US whose policy names no regions: 'global' offers (marketplace hosts,
+    clouds with capacity in several regions) are allowed beside the site's region by default, wherever
+    their hardware is (the finance and serving reviews: an EU site's plan rented Akash and RunPod hosts)."""
+    region = s.site.region
+    if s.policy.regions is not None or region in ("us", "global"):
+        return
+    note(f"note: policy.regions is unset, so offers in 'global' (marketplace hosts and clouds with capacity in "
+         f"several regions, wherever their hardware is) may serve beside '{region}'; set policy.regions: [{region}] "
+         f"if the data or the hardware must stay in '{region}'")
 
 
 def _history(i: int, job, s: Scenario) -> None:
