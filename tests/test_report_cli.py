@@ -260,6 +260,7 @@ def test_a_plan_and_a_sweep_export_csv_for_a_spreadsheet(plan_cli, tmp_path):
     (row,) = list(csv.DictReader(io.StringIO(r.out)))
     assert row["system"] == "h200-nvl-x4" and float(row["cost_usd_per_year"]) == pytest.approx(135_670.91)
     assert row["price_source"] and row["price_as_of"]
+    assert float(row["residual_value_usd"]) == pytest.approx(65_116.85)  # (the resale the yearly cost nets off)
     s = plan_cli("sweep", SCENARIOS / "bank.yaml", "--set", "jobs.0.concurrent_users=100,200", "--format", "csv", "-q")
     rows = list(csv.DictReader(io.StringIO(s.out)))
     assert s.code == 0 and [r["jobs.0.concurrent_users"] for r in rows] == ["100", "200"] and rows[0]["unmet"] == ""
