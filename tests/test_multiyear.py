@@ -297,3 +297,18 @@ def test_the_headline_names_contracts_that_end_before_the_final_year(plan_cli, t
     gone = [p for y in plan["years"] for p in y["purchases"] if p["offer"] not in final]
     assert gone, signed  # (the scenario's point: a contract that ends before the last year)
     assert "Signed before the final year and ended by it: year 1: reserve for 3 years" in plan["summary"]
+
+
+def test_systems_already_owned_are_not_listed_as_purchases(plan_cli, tmp_path):
+    # the finance review: owned systems read as year-1 purchases at $0 ('buy (+2)') in the year table
+    path = tmp_path / "o.yaml"
+    path.write_text("name: o\nhorizon_years: 2\nsite: {ownership: on-prem, cooling: air}\n"
+                    "policy: {acquisition: [buy, on-demand], stacks: [cuda]}\n"
+                    "owned: [{system: h100-sxm-x8, count: 2}]\n"
+                    "jobs: [{name: a, stage: serve, model: llama-3.1-70b, precision: fp8, context_tokens: 8192,\n"
+                    "        concurrent_users: 400, growth_per_year: 0.4, min_tokens_per_s_per_user: 20}]\n")
+    res = plan_cli(path, "--explain", "none", "--quiet")
+    assert res.code == 0, res.err
+    assert "2x h100-sxm-x8 owned" in res.out and "h100-sxm-x8 buy (+2)" not in res.out
+    buys = res.out.split("Purchases and reservations", 1)[1].split("\n\n", 1)[0]
+    assert "h100-sxm-x8  " not in buys and "owned" not in buys

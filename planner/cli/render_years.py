@@ -4,6 +4,7 @@ what is bought or reserved when. Pure functions of the plan dict."""
 from __future__ import annotations
 
 from planner.cli.tables import markdown_table, table
+from planner.data.catalog import OWNED_PROVIDER
 from planner.data.fleet_words import fleet_item
 from planner.data.money import usd
 
@@ -13,14 +14,15 @@ YEAR_HEADERS = {"capex_usd": "capex $", "opex_usd": "opex $", "cost_usd": "cash 
                 "used": "budget used", "annuitised_cost_usd": "annuitised $", "unserved": "unserved",
                 "complexity_usd": "of which complexity $"}
 BUY_COLUMNS = ["year", "systems", "system", "acquisition", "unit_price_usd", "total_usd"]
-BUY_HEADERS = {"unit_price_usd": "unit $ (reserved: per year)", "total_usd": "total $"}
+BUY_HEADERS = {"unit_price_usd": "unit $ (reserved: per year)", "total_usd": "total $ (reserved: per year)"}
 
 
 def fleet_summary(fleet: list[dict]) -> str:
     """'2x h200-nvl-x4 buy (+1), 1x b200-x1 on-demand'."""
     parts = []
     for f in fleet:
-        new = f" (+{f['new_this_year']})" if f.get("new_this_year") and f["acquisition"] == "buy" else ""
+        new = (f" (+{f['new_this_year']})" if f.get("new_this_year") and f["acquisition"] == "buy"
+               and f.get("provider") != OWNED_PROVIDER else "")
         parts.append(fleet_item(f, brackets=False) + new)
     return ", ".join(parts) or "-"
 
@@ -60,7 +62,10 @@ def year_columns(plan: dict) -> list[str]:
 
 
 def purchase_rows(plan: dict) -> list[dict]:
-    return [{"year": y["year"], **p} for y in plan["years"] for p in y["purchases"]]
+    """The purchases and reservations made each year; systems already owned are none (the finance
+    review: they read as year-1 purchases at $0)."""
+    return [{"year": y["year"], **p} for y in plan["years"] for p in y["purchases"]
+            if not p["offer"].endswith(f"-{OWNED_PROVIDER}")]
 
 
 def headline(plan: dict) -> str:

@@ -3,11 +3,14 @@ API, which holds no systems and is billed per token, "nebius's API for llama-3.3
 
 from __future__ import annotations
 
+from planner.data.catalog import OWNED_PROVIDER
+
 
 def fleet_item(f: dict, provider: bool = False, brackets: bool = True) -> str:
     """A plan's fleet row (plan["fleet"][i]) in words; provider: name it beside the acquisition;
     brackets: '2x s (buy)' rather than '2x s buy'."""
     if f["acquisition"] == "api":
         return f"{f['provider']}'s API for {f['system']}"
-    how = f"{f['acquisition']}, {f['provider']}" if provider else f["acquisition"]
+    kind = "owned" if f.get("provider") == OWNED_PROVIDER else f["acquisition"]  # (held already: never bought here)
+    how = f"{kind}, {f['provider']}" if provider and kind != "owned" else kind
     return f"{f['systems']}x {f['system']} ({how})" if brackets else f"{f['systems']}x {f['system']} {how}"
