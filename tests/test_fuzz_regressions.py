@@ -272,3 +272,25 @@ def test_a_run_costing_a_cent_a_year_passes_the_verifier(plan_cli, tmp_path):
     assert res.code == 0, res.err
     (tune,) = [j for j in json.loads(res.out)["jobs"] if j["name"] == "tune-0"]
     assert tune["unit_cost"]["usd_per_run"] <= 0.01
+
+
+def test_runs_that_can_take_turns_in_year_one_fit_side_by_side_once_they_have_grown(plan_cli, tmp_path):
+    """fuzz seed 6262 case 344: a LoRA fine-tune doubling its runs every year beside a 7-day pretraining
+    run on reserved B200s. Paired (side by side) only where year 1's 12 runs could not wait; in year 3
+    its 48 runs cannot either, and the plan put both on 1,488 accelerators where they needed 1,492
+    (exit 1: the verifier refused it). The pairs now hold year by year."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-620142
+jobs:
+- {name: pre-0, stage: pretrain, model: mistral-small-24b, training_tokens: 5590000000000.0, max_days: 7,
+   precision: bf16, sequence_tokens: 4096, growth_per_year: 0.5}
+- {name: tune-1, stage: finetune, model: mistral-7b, method: full, dataset_tokens: 3740000.0, epochs: 3,
+   runs_per_year: 12, max_hours_per_run: 500, sequence_tokens: 465, lora_rank: 8, growth_per_year: 0.1}
+- {name: tune-2, stage: finetune, model: deepseek-r1-distill-qwen-32b, method: lora, dataset_tokens: 8380000000.0,
+   epochs: 0.5, runs_per_year: 12, max_hours_per_run: 72, sequence_tokens: 128, lora_rank: 16, growth_per_year: 1.0}
+solver: {time_limit_s: 5}
+horizon_years: 3
+site: {kind: office, power_cap_kw: 1070.0, power_usd_per_kwh: 0.202}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err

@@ -167,7 +167,7 @@ def define_batch_variables(fm: FleetModel) -> None:
     site = fm.scenario.site
     on = turns.serving_on(fm)
     fm.turn_pairs = turns.pairs(fm)
-    paired = {(*run, oid) for a, b, oid in fm.turn_pairs for run in (a, b)}
+    paired = {(*run, oid) for a, b, oid, _ in fm.turn_pairs for run in (a, b)}
     for dk, pairs in sorted(fm.batch_pairs.items()):
         for i, oid in pairs:
             opt, o = fm.options.batch[dk][i], fm.offer(oid)

@@ -122,9 +122,9 @@ def define_capacity_constraints(fm) -> None:
         else:  # the same row with its integer rounding: ceil(need / per) systems (a tighter LP)
             fm.add("batch-fit", (dk, i, oid, t), math.ceil(need / per) * bv <= fm.held(oid, t))
         fm.add("batch-link", (dk, i, oid, t), fm.x[(dk, i, oid, t)] <= bv)
-    for (da, ia), (db, ib), oid in fm.turn_pairs:  # runs neither of which may give way to the other
+    for (da, ia), (db, ib), oid, years in fm.turn_pairs:  # runs neither of which may give way to the other
         both = blocked[(da, ia, oid)] & blocked[(db, ib, oid)]
-        for t in fm.years:
+        for t in sorted(years):  # (the years whose runs cannot take turns: turns.pairs)
             if (da, ia, oid, t) in fm.b and (db, ib, oid, t) in fm.b:
                 beside = [(opt.accelerator_slots, v) for opt, d, v in serve_on.get((oid, t), []) if d.key in both]
                 fm.add("batch-pair", (da, ia, db, ib, oid, t),
