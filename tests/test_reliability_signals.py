@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc 
 
 
 def _slow_scenario(tmp_path):
-    """Forty serving jobs of assorted models and sizes, buy only, N+1, asked to be proven exactly
+    """Twenty-four serving jobs of assorted models and sizes, buy only, N+1, asked to be proven exactly
     optimal (gap 0): CBC searches for many seconds."""
     import random
 
@@ -27,7 +27,7 @@ def _slow_scenario(tmp_path):
     jobs = [{"name": f"job-{k}", "stage": "serve", "model": rng.choice(models),
              "precision": rng.choice(["bf16", "fp8"]), "context_tokens": rng.choice([4096, 8192, 32768]),
              "concurrent_users": rng.choice([7, 20, 45, 100, 230, 500]),
-             "min_tokens_per_s_per_user": rng.choice([10, 20, 30])} for k in range(40)]
+             "min_tokens_per_s_per_user": rng.choice([10, 20, 30])} for k in range(24)]
     path = tmp_path / "slow.yaml"
     path.write_text(yaml.safe_dump({"name": "slow", "site": {"kind": "datacenter"},
                                     "policy": {"acquisition": ["buy"], "redundancy": "n+1"},
