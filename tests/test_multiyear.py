@@ -310,5 +310,6 @@ def test_systems_already_owned_are_not_listed_as_purchases(plan_cli, tmp_path):
     res = plan_cli(path, "--explain", "none", "--quiet")
     assert res.code == 0, res.err
     assert "2x h100-sxm-x8 owned" in res.out and "h100-sxm-x8 buy (+2)" not in res.out
+    assert not any(line.split()[1:3] == ["h100-sxm", "buy"] for line in res.out.splitlines() if len(line.split()) > 3)
     buys = res.out.split("Purchases and reservations", 1)[1].split("\n\n", 1)[0]
     assert "h100-sxm-x8  " not in buys and "owned" not in buys

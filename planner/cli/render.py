@@ -106,6 +106,8 @@ def placement_rows(job: dict) -> list[dict]:
         if half.get("role") == "prefill":
             p = {**p, "users_per_replica": None, "tokens_per_s_per_user": None,
                  "binding": f"prefill: {half['prompts_per_s_per_replica']:.3g} prompts/s"}
+        if p.get("provider") == OWNED_PROVIDER:  # (held already: the fleet table says so too)
+            p = {**p, "acquisition": "owned"}
         rows.append(p)
     return rows
 
