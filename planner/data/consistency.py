@@ -10,6 +10,7 @@ from planner.data.catalog import ACQUISITIONS, Catalog, held_offer, load_catalog
 from planner.data.checkpoints import catalog_model, stem
 from planner.data.errors import InputError, Problem, suggest
 from planner.data.export_rules import LICENSED_TARIFF, tariffed
+from planner.data.jobs import kv_precision_of
 from planner.data.notes import note
 from planner.data.scenario import Scenario
 from planner.data.scenario_words import located
@@ -98,7 +99,7 @@ def _serve_as_published(i: int, job, written: str, models: dict) -> None:
         return
     object.__setattr__(job, "precision", published)
     if hasattr(job, "kv_precision") and "kv_precision" not in job.model_fields_set:  # (its default follows)
-        object.__setattr__(job, "kv_precision", "fp8" if published in ("fp8", "fp4") else "bf16")
+        object.__setattr__(job, "kv_precision", kv_precision_of(published))
     where = f"its checkpoint's name ({written})" if suffix else f"{m.id}'s published weights ({m.native_precision})"
     note(f"note: jobs.{i}.precision ({job.name}) is not set: served at {published}, as {where}; set precision: "
          "bf16 to serve it in BF16")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from planner.data.catalog import Catalog
 from planner.data.constants import DAYS_PER_YEAR, SECONDS_PER_HOUR
-from planner.data.jobs import output_tokens_per_s_per_user
+from planner.data.jobs import api_prompt_tokens, output_tokens_per_s_per_user
 from planner.data.scenario import Scenario
 from planner.verify.common import REL, USD, Ledger, Verification, close
 
@@ -38,7 +38,7 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
         tps = output_tokens_per_s_per_user(job)  # (the speed target, or the request rate's share)
         out = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
         requests = out / job.output_tokens
-        sent = job.input_tokens + job.history_tokens  # (a conversation's earlier turns, sent again each turn)
+        sent = api_prompt_tokens(job)  # (a conversation's earlier turns are sent again each turn)
         inp = requests * sent
         for key, want in (("output_tokens_per_year", out), ("input_tokens_per_year", inp),
                           ("requests_per_year", requests)):
