@@ -266,12 +266,21 @@ def test_a_purchase_over_a_short_horizon_is_credited_its_resale():
     assert bought["residual_value_usd"] == pytest.approx(2 * 37_339.73, abs=1.0)
     # capital: (price - resale / 1.08^3) x annuity(8%, 3) = (164,000 - 29,641.59) x 0.388034 a node
     assert plan["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(2 * 52_135.61, rel=1e-5)
-    kept = s.model_copy(update={"horizon_years": 4})  # to the end of its life: nothing back, 4-year annuity
-    plan4 = plan_scenario(kept, explain="none")
-    (bought4,) = [f for f in plan4["fleet"] if f["acquisition"] == "buy"]
-    assert not bought4["residual_value_usd"]
-    assert plan4["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(
-        bought4["systems"] * 164_000 * 0.301921, rel=1e-5)
+    assert bought["sold_after_years"] == 3
+    # kept to the end of its 4-year life within a 6-year horizon: still sold then, at the used
+    # market's price for 4 years (0.61 x 0.72^4 = 16.4%, economics.md s3c), and replaced; before,
+    # it fetched nothing and a horizon of 4 years cost more a year than one of 3
+    kept = s.model_copy(update={"horizon_years": 6})
+    plan6 = plan_scenario(kept, explain="none")
+    (bought6,) = [f for f in plan6["fleet"] if f["acquisition"] == "buy"]
+    n = bought6["systems"]
+    assert bought6["sold_after_years"] == 4
+    assert bought6["residual_value_usd"] == pytest.approx(n * 26_884.58, abs=1.0)
+    # (164,000 - 26,884.58 / 1.08^4) x annuity(8%, 4) = (164,000 - 19,761.04) x 0.301921 a node
+    assert plan6["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(n * 43_548.80, rel=1e-5)
+    from planner.cli.render import money_notes
+    assert any(x.startswith(f"Resale assumed: {n}x h100-sxm-x8 sold at the end of their 4-year useful life, "
+                            "within the 6-year horizon, and replaced, for $") for x in money_notes(plan6))
 
 
 # --- the headline unit ---------------------------------------------------------------------------
@@ -511,3 +520,19 @@ def test_an_api_bills_a_conversations_history_on_every_turn(plan_cli, tmp_path):
     _, chat = planned(", history_tokens: 7000")
     assert chat["input_tokens_per_year"] == pytest.approx(alone["input_tokens_per_year"] * 8, rel=1e-6)
     assert chat["cost_usd_per_year"] > 3 * alone["cost_usd_per_year"]
+
+
+def test_a_multi_year_plan_sells_a_system_retired_at_the_end_of_its_life(tmp_path):
+    # a used H100 node (4-year life) over 6 years: it leaves at the start of year 5 and fetches the
+    # used market's price for a 4-year-old system (0.61 x 0.72^4), not nothing; the node bought to
+    # replace it is sold when the horizon ends, 2 years old
+    job = {**SMALL_CHAT, "concurrent_users": 300, "growth_per_year": 0.01}
+    policy = {"acquisition": ["buy"], "providers": ["secondary-market"], "accelerators": ["h100-sxm"],
+              "redundancy": "none"}
+    _, plan = _plan(tmp_path, _doc("retire", {"kind": "datacenter"}, policy, [job], horizon_years=6))
+    bought = {y["year"]: sum(p["systems"] for p in y["purchases"]) for y in plan["years"]}
+    resale = {y["year"]: y["resale_usd"] for y in plan["years"]}
+    first = bought[1]
+    assert first >= 1 and bought[5] == first  # replaced when its life ends
+    assert resale[4] == pytest.approx(first * 164_000 * 0.61 * 0.72 ** 4, abs=1.0)
+    assert resale[6] == pytest.approx(bought[5] * 164_000 * 0.61 * 0.72 ** 2, abs=1.0)

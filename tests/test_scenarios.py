@@ -220,7 +220,7 @@ def test_rent_vs_buy_crossover_emerges_from_prices():
     system = cat.systems["h100-sxm-x8"]
     rent = min((o for o in cat.offers.values() if o.system == system.id and o.acquisition == "on-demand"),
                key=lambda o: o.price_usd_per_hour)
-    evens = [costs.break_even_utilisation(o, rent, system, s.site, s.policy.discount_rate)
+    evens = [costs.break_even_utilisation(o, rent, system, s.site, s.policy.discount_rate, s.horizon_years)
              for o in cat.offers.values() if o.system == system.id and o.acquisition == "buy"]
     assert 0.4 <= min(evens) <= 0.8
     expected_at_half = "buy" if min(evens) < 0.5 else "on-demand"

@@ -61,10 +61,12 @@ def money_notes(plan: dict) -> list[str]:
     the horizon, whose whole term the plan's years are charged."""
     horizon, out = plan.get("horizon_years") or 1, []
     sold = [f for f in plan["fleet"] if f.get("residual_value_usd") and "years" not in plan]
-    if sold:
-        back, paid = sum(f["residual_value_usd"] for f in sold), sum(f["purchase_usd"] or 0 for f in sold)
-        items = ", ".join(f"{f['systems']}x {f['system']}" for f in sold)
-        out.append(f"Resale assumed: {items} sold when the {horizon:g}-year horizon ends, for {usd(back)} "
+    for at, group in sorted(_by_sale_age(sold, horizon).items()):
+        back, paid = sum(f["residual_value_usd"] for f in group), sum(f["purchase_usd"] or 0 for f in group)
+        items = ", ".join(f"{f['systems']}x {f['system']}" for f in group)
+        when = (f"when the {horizon:g}-year horizon ends" if at >= horizon else
+                f"at the end of their {at:g}-year useful life, within the {horizon:g}-year horizon, and replaced")
+        out.append(f"Resale assumed: {items} sold {when}, for {usd(back)} "
                    f"({back / paid:.0%} of the {usd(paid)} paid, at used-market prices); the yearly cost nets it off")
     for f in plan["fleet"]:
         term = f.get("term_years")
@@ -74,6 +76,15 @@ def money_notes(plan: dict) -> list[str]:
                        f"is a {term}-year contract at {usd(rate)} a year ({usd(rate * term)} in all), "
                        f"{term - horizon:g} year(s) past this {horizon:g}-year plan, whose yearly cost spreads the "
                        "whole term over its years")
+    return out
+
+
+def _by_sale_age(sold: list[dict], horizon: float) -> dict[float, list[dict]]:
+    """The bought fleet rows by the age their systems are sold at (fleet[].sold_after_years; a plan
+    written before that key sells at the horizon)."""
+    out: dict[float, list[dict]] = {}
+    for f in sold:
+        out.setdefault(f.get("sold_after_years", horizon), []).append(f)
     return out
 
 

@@ -53,9 +53,12 @@ class FleetItem(Part):
     output_tokens_per_year: float = absent("output tokens a year billed (acquisition api only)")
     input_tokens_per_year: float = absent("input tokens a year billed (acquisition api only)")
     residual_value_usd: float | None = absent(
-        "USD the bought systems fetch when resold at the end of a horizon shorter than their useful life "
-        "(physics.costs.residual_fraction: 0.61 x max(0.03, 0.72^years) of purchase), credited in their yearly "
-        "capital cost; 0 when kept to the end of their life; null unless bought (single-period plans only)")
+        "USD the bought systems fetch when sold, sold_after_years old (physics.costs.residual_fraction: "
+        "0.61 x max(0.03, 0.72^years) of purchase), credited in their yearly capital cost; null unless bought "
+        "(single-period plans only)")
+    sold_after_years: float = absent(
+        "age in years at which the bought systems are sold: the end of the horizon, or of their useful life "
+        "where that comes first (then they are replaced, each life costing the same) (bought offers only)")
     term_years: int = absent("a reservation's term in years (reserved offers only)")
     contract_usd_per_year: float = absent(
         "USD a year the reservation's invoices come to: its hourly rate x 8,760 x systems, for term_years; "

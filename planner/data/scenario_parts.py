@@ -93,7 +93,7 @@ class HardwareTrend(Strict):
     available_from_year: int = Field(1, ge=1, description="first year of the horizon it can be bought or rented")
     resale_fraction: Optional[float] = Field(None, ge=0, le=1, description=(
         "what a bought system leaving the fleet fetches. Unset (the default): the used market's price, "
-        "about 0.61 x 0.72^age of a new one's and nothing past its useful life (physics.costs.exit_share). "
+        "about 0.61 x 0.72^age of a new one's (at least 0.61 x 3%), also when sold at the end of its useful life (physics.costs.exit_share). "
         "A number: the straight-line book value instead, from the purchase price down to this fraction of "
         "it at the end of the useful life (0: book value falling to nothing, not no resale)"))
 

@@ -139,6 +139,8 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
                     "purchase_usd": r2(o.purchase_usd * held[oid]) if o.acquisition == "buy" else None,
                     "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years) * held[oid])
                                            if o.acquisition == "buy" else None),
+                    **({"sold_after_years": costs.sale_age_years(o, fm.scenario.horizon_years)}
+                       if o.acquisition == "buy" else {}),
                     **({"term_years": costs.RESERVED_TERM_YEARS[o.acquisition],
                         "contract_usd_per_year": r2(o.price_usd_per_hour * HOURS_PER_YEAR * held[oid])}
                        if o.acquisition in costs.RESERVED_TERM_YEARS else {}),

@@ -1,9 +1,9 @@
 """Cost physics: annuities, the yearly cost of owning a system, power, and rentals.
 
 Owned system, per year:
-    capital   purchase x annuity(rate, life)          (purchase spread over its useful life)
-              or, when the plan's horizon H is shorter than the life, the purchase less the resale
-              at the end of the horizon: (purchase - residual(H) / (1+rate)^H) x annuity(rate, H)
+    capital   the purchase less its resale when sold at age A, the end of the plan's horizon H or of
+              its useful life L, whichever comes first (then replaced; each life costs the same):
+              (purchase - residual(A) / (1+rate)^A) x annuity(rate, A), A = min(H, L)
     support   purchase x support_fraction_per_year
     ops       site.ops_usd_per_system_year             (operations staff per system)
     hosting   power_kw x hosting_usd_per_kw_year       (space, cooling, network)
@@ -61,55 +61,65 @@ def residual_fraction(age_years: float) -> float:
     return RESALE_REALISED * max(RESIDUAL_FLOOR, RESIDUAL_KEPT_PER_YEAR ** age_years)
 
 
-def resold_at_horizon(offer: Offer, horizon_years: float | None) -> bool:
-    """A bought system is resold at the end of the plan's horizon when that comes before the end
-    of its useful life (otherwise it is used up and replaced: the annuity over its life)."""
-    return (offer.acquisition == "buy" and horizon_years is not None
-            and horizon_years < (offer.useful_life_years or 0))
+def sale_age_years(offer: Offer, horizon_years: float | None) -> float | None:
+    """Age at which a bought system of a one-period plan is sold: at the end of the plan's horizon
+    H, or at the end of its useful life L where that comes first (then it is replaced, and each
+    life costs the same); None for an offer that is not bought. A useful life is when the owner
+    retires it, not when it stops being worth anything: it still fetches the used market's price
+    (economics.md s3c: 0.72^5 = 0.19 of the purchase at 5 years; V100s at 8 years 1-5%)."""
+    if offer.acquisition != "buy":
+        return None
+    life = offer.useful_life_years or 0.0
+    return life if horizon_years is None else min(float(horizon_years), life)
+
+
+def resold_before_life_ends(offer: Offer, horizon_years: float | None) -> bool:
+    """A bought system is sold when the plan's horizon ends, before the end of its useful life."""
+    age = sale_age_years(offer, horizon_years)
+    return age is not None and age < (offer.useful_life_years or 0.0)
 
 
 def residual_value_usd(offer: Offer, horizon_years: float | None) -> float:
-    """Cash one bought system fetches when resold at the end of the horizon (0 if it is kept to the
-    end of its life)."""
-    if not resold_at_horizon(offer, horizon_years):
+    """Cash one bought system fetches when it is sold (sale_age_years: at the end of the horizon,
+    or of its useful life where that comes first); 0 for an offer that is not bought."""
+    age = sale_age_years(offer, horizon_years)
+    if not age:
         return 0.0
-    return offer.purchase_usd * residual_fraction(horizon_years)
+    return offer.purchase_usd * residual_fraction(age)
 
 
 def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: float | None = None) -> float:
-    """Yearly capital cost of one bought system: the annuity over its useful life, or, resold at
-    the end of a shorter horizon H, the purchase less the discounted resale, annuitised over H
-    (held_capital_usd_per_year).
+    """Yearly capital cost of one bought system: the purchase less the discounted resale at the
+    age it is sold (sale_age_years: the end of the horizon H or of its useful life L, whichever
+    comes first), annuitised over the years held (held_capital_usd_per_year).
 
     >>> from types import SimpleNamespace as O
     >>> o = O(acquisition="buy", purchase_usd=100.0, useful_life_years=5)
-    >>> round(capital_usd_per_year(o, 0.0), 2), round(capital_usd_per_year(o, 0.0, 3), 2)
-    (20.0, 25.74)
+    >>> round(capital_usd_per_year(o, 0.0, 3), 2), round(capital_usd_per_year(o, 0.0, 5), 2), round(capital_usd_per_year(o, 0.0, 9), 2)
+    (25.74, 17.64, 17.64)
     """
-    if not resold_at_horizon(offer, horizon_years):
-        return offer.purchase_usd * annuity(discount_rate, offer.useful_life_years)
-    return held_capital_usd_per_year(offer.purchase_usd, discount_rate, offer.useful_life_years, horizon_years,
+    age = sale_age_years(offer, horizon_years)
+    return held_capital_usd_per_year(offer.purchase_usd, discount_rate, offer.useful_life_years, age,
                                      residual_value_usd(offer, horizon_years))
 
 
 def exit_share(age_years: float, life_years: float, resale_fraction: float | None = None,
                decline: float = 0.0) -> float:
     """Share of its purchase price a bought system fetches when it leaves the fleet after
-    `age_years` of its `life_years`: without a resale assumption of the scenario's (trends:
-    resale_fraction), the market's, as a one-year plan reads it (residual_fraction), never above
-    the realised share of the new price of the day where the scenario's prices fall faster than the
-    market's curve (RESALE_REALISED (1 - decline)^age: used hardware tracks new prices), and nothing
-    once its life is over (used up); with one, rf, its straight-line book value
+    `age_years` of its `life_years` (at the end of its life, or of the horizon): without a resale
+    assumption of the scenario's (trends: resale_fraction), the market's, as a one-period plan
+    reads it (residual_fraction, at any age: a system past its useful life still sells, down to
+    RESIDUAL_FLOOR), never above the realised share of the new price of the day where the
+    scenario's prices fall faster than the market's curve (RESALE_REALISED (1 - decline)^age: used
+    hardware tracks new prices); with one, rf, its straight-line book value
     max(rf, 1 - (1 - rf) age / life) at the prices of the day ((1 - decline)^age).
 
-    >>> round(exit_share(3, 5), 4), exit_share(5, 5), round(exit_share(3, 5, decline=0.6), 4)
-    (0.2277, 0.0, 0.039)
+    >>> round(exit_share(3, 5), 4), round(exit_share(5, 5), 4), round(exit_share(3, 5, decline=0.6), 4)
+    (0.2277, 0.118, 0.039)
     >>> round(exit_share(3, 5, 0.1, 0.15), 4)
     0.2825
     """
     if resale_fraction is None:
-        if age_years >= life_years:
-            return 0.0
         return min(residual_fraction(age_years), RESALE_REALISED * max(RESIDUAL_FLOOR, (1.0 - decline) ** age_years))
     return (1.0 - decline) ** age_years * max(resale_fraction, 1.0 - (1.0 - resale_fraction) * age_years / life_years)
 
@@ -118,7 +128,7 @@ def held_capital_usd_per_year(price: float, discount_rate: float, life_years: fl
                               exit_usd: float) -> float:
     """Yearly capital cost of one system bought at `price`, held `held_years` and sold for
     `exit_usd` when it leaves: the purchase less the discounted sale, annuitised over the years
-    held; with nothing back, the annuity over its useful life (kept until used up). One formula for
+    held; with nothing back, the annuity over its useful life. One formula for
     the one-year plans (capital_usd_per_year) and each year a multi-year plan holds it
     (milp/owned.py), so that one fleet costs the same a year in both.
 

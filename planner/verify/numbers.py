@@ -70,9 +70,13 @@ def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str
             v.check("costs", got is not None and close(got, o.purchase_usd * n, 1e-6, 0.01),
                     f"{name}: purchase ${got} for {n} systems at ${o.purchase_usd:,.2f}")
             back, want = f.get("residual_value_usd"), costs.residual_value_usd(o, horizon_years) * n
+            age = costs.sale_age_years(o, horizon_years)
             v.check("costs", back is not None and close(back, want, 1e-6, 0.01),
                     f"{name}: residual value ${back} at the end of a {horizon_years}-year horizon; {n} systems "
-                    f"of a {o.useful_life_years:g}-year life resell for ${want:,.2f}")
+                    f"of a {o.useful_life_years:g}-year life, sold {age:g} years old, resell for ${want:,.2f}")
+            v.check("costs", f.get("sold_after_years", age) == age,
+                    f"{name}: sold after {f.get('sold_after_years')} years; a {o.useful_life_years:g}-year life "
+                    f"over a {horizon_years}-year horizon sells at {age:g}")
 
 
 def check_placement(p: dict, part, v: Verification) -> None:

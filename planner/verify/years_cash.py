@@ -17,8 +17,8 @@
              (costs.commitment_factor(years held) - 1): all its payments over the years held; the
              fleet rows add up to annuitised_t, each bought row at least its fixed costs
   resale     a bought system leaves at the end of its life or of the horizon (start of year s, a years
-             old) for price_tau x costs.exit_share(a, life): the market's residual (nothing once used
-             up), or with the trend's resale_fraction rf, (1 - decline)^a
+             old) for price_tau x costs.exit_share(a, life): the market's residual (past the useful
+             life too, down to its floor), or with the trend's resale_fraction rf, (1 - decline)^a
              max(rf, 1 - (1 - rf) a / life)
   NPV        sum_t (capex_t + opex_t) / (1+r)^(t-1) - sum_t resale_t / (1+r)^t + reserved fees owed
              past the horizon, discounted the same way; totals are the sums of the years
