@@ -341,6 +341,8 @@ FORGERIES = [
     ("rent-vs-buy.yaml", "$ per request x 0.1", _set(UNIT, "usd_per_request", lambda x: x * 0.1)),
     ("rent-vs-buy.yaml", "headline input for a chat job", _set(UNIT, "headline", "input")),
     ("rent-vs-buy.yaml", "ops staff moved into capital", _move("ops", "capital")),
+    ("rent-vs-buy.yaml", "first year's cash less the purchases", _set(lambda p: p, "cash_first_year_usd", lambda x: x - 328_000)),
+    ("rent-vs-buy.yaml", "sold after 4 years on a 3-year horizon", _set(_bought, "sold_after_years", 4)),
     ("internal-tool.yaml", "API tokens moved into rental", _move("api", "rental")),
     ("internal-tool.yaml", "API share 0.5", _set(_api_row, "share", 0.5)),
     ("internal-tool.yaml", "API users served x 0.5", _set(_api_row, "users_served", lambda x: x * 0.5)),
@@ -536,3 +538,34 @@ def test_a_multi_year_plan_sells_a_system_retired_at_the_end_of_its_life(tmp_pat
     assert first >= 1 and bought[5] == first  # replaced when its life ends
     assert resale[4] == pytest.approx(first * 164_000 * 0.61 * 0.72 ** 4, abs=1.0)
     assert resale[6] == pytest.approx(bought[5] * 164_000 * 0.61 * 0.72 ** 2, abs=1.0)
+
+
+# --- what a budget caps --------------------------------------------------------------------------
+
+def test_a_budget_says_whether_it_caps_the_annualised_cost_or_the_cash_paid(tmp_path, plan_cli):
+    # the finance review: the same $150k budget planned bank.yaml's buy at $135,671 a year, but one
+    # no-op demand_multipliers (a multi-year plan, which caps cash) made it infeasible; budget.basis
+    # says which is meant, and every plan says which it read
+    bank = yaml.safe_load((SCENARIOS / "bank.yaml").read_text())
+    _, annualised = _plan(tmp_path, {**bank, "name": "b-ann", "budget": {"usd_per_year": 150_000}})
+    assert annualised["budget_basis"] == "annualised" and annualised["total_cost_usd_per_year"] <= 150_000
+    bought = sum(f["purchase_usd"] for f in annualised["fleet"] if f["acquisition"] == "buy")
+    running = annualised["total_cost_usd_per_year"] - annualised["cost_breakdown_usd_per_year"]["capital"]
+    assert annualised["cash_first_year_usd"] == pytest.approx(bought + running, abs=1.0)  # $286,000 + running
+    cash = tmp_path / "b-cash.yaml"
+    cash.write_text(yaml.safe_dump({**bank, "name": "b-cash", "budget": {"usd_per_year": 150_000, "basis": "cash"}}))
+    res = plan_cli(cash, "--explain", "none")
+    assert res.code == 3
+    assert "budget short by $" in res.err and "of the first year's cash (purchases in full plus running costs)" in res.err
+    _, roomy = _plan(tmp_path, {**bank, "name": "b-cash2", "budget": {"usd_per_year": 340_000, "basis": "cash"}})
+    assert roomy["budget_basis"] == "cash" and bought < roomy["cash_first_year_usd"] <= 340_000
+    # a multi-year plan may cap its years' annualised cost instead of their cash
+    years = yaml.safe_load((SCENARIOS / "annual-budget.yaml").read_text())
+    _, by_cash = _plan(tmp_path, {**years, "name": "y-cash"})
+    assert by_cash["budget_basis"] == "cash" and max(y["cost_usd"] for y in by_cash["years"]) > 150_000
+    _, by_book = _plan(tmp_path, {**years, "name": "y-ann", "budget": {"usd_per_year": 120_000, "basis": "annualised"}})
+    assert by_book["budget_basis"] == "annualised"
+    for y in by_book["years"]:
+        assert y["annuitised_cost_usd"] <= 120_000 + 1
+        assert y["budget_used"] == pytest.approx(y["annuitised_cost_usd"] / 120_000, abs=1e-4)
+    assert max(y["cost_usd"] for y in by_book["years"]) > 120_000  # (a year's purchases, paid in full)

@@ -271,7 +271,8 @@ def test_validate_summarises_what_the_plan_will_use(plan_cli, tmp_path):
     assert res.code == 0, res.err
     assert "site: cloud (datacenter): power, cooling and hosting are in the providers' prices" in res.out
     assert "PUE" not in res.out
-    assert "budget: $900,000 cost per year; year 2: $100,000 capex" in res.out
+    assert ("budget: $900,000 cash per year; year 2: $100,000 capex; cash: purchases in full when paid, "
+            "reservation invoices, running costs") in res.out
     assert "trends: 1 (h100-sxm: price decline per year 0.2)" in res.out
 
 

@@ -20,6 +20,7 @@ from planner.cli.output import check_output, emit
 from planner.cli.starter import Template
 from planner.cli.summary import budget_summary, job_summary, site_summary, trends_summary
 from planner.data.errors import InfeasibleError, InputError, PlannerError
+from planner.data.years import budget_basis
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
@@ -143,7 +144,7 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     typer.echo(f"  site: {site_summary(s)}")
     typer.echo(f"  policy: {', '.join(s.policy.acquisition)}; redundancy {s.policy.redundancy}"
                + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
-    budget = budget_summary(s.budget)
+    budget = budget_summary(s.budget, budget_basis(s))
     if budget:
         typer.echo(f"  budget: {budget}")
     if s.trends:

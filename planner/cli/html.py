@@ -115,11 +115,12 @@ def years_chart(plan: dict) -> str:
     if not ys:
         return ""
     budget = [y.get("budget_usd") for y in ys]
+    what = "budget (annualised)" if plan.get("budget_basis") == "annualised" else "budget (cash)"
     return svg.columns([f"year {y['year']}" for y in ys],
                        [("capex (cash)", [y["capex_usd"] for y in ys], True),
                         ("opex (cash)", [y["opex_usd"] for y in ys], True),
                         ("annuitised cost", [y["annuitised_cost_usd"] for y in ys], False)],
-                       "Cash and cost per year", line=("budget", budget) if any(b is not None for b in budget) else None)
+                       "Cash and cost per year", line=(what, budget) if any(b is not None for b in budget) else None)
 
 
 def whynot_chart(plan: dict) -> str:

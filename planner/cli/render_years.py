@@ -41,11 +41,13 @@ def unserved_summary(unserved: dict) -> str:
 
 def year_rows(plan: dict) -> list[dict]:
     """One row a year; its budget column names each cap of that year (total, capex, opex) and its
-    used column the share of each that the year spends."""
+    used column the share of each that the year spends (the total in the plan's budget_basis: cash,
+    or annualised, said beside the cap)."""
     rows = []
+    book = plan.get("budget_basis") == "annualised"
     for y in plan["years"]:
         caps = [(what, cap, spent) for what, cap, spent in (
-            ("", y.get("budget_usd"), y["cost_usd"]), ("capex ", y.get("budget_capex_usd"), y["capex_usd"]),
+            ("annualised " if book else "", y.get("budget_usd"), y["annuitised_cost_usd"] if book else y["cost_usd"]), ("capex ", y.get("budget_capex_usd"), y["capex_usd"]),
             ("opex ", y.get("budget_opex_usd"), y["opex_usd"])) if cap is not None]
         rows.append({**y, "budget_usd": "; ".join(f"{what}{cap:,.0f}" for what, cap, _ in caps) or None,
                      "used": "; ".join(f"{what}{spent / cap:.0%}" if cap else f"{what}-" for what, cap, spent in caps) or "-",

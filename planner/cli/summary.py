@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from planner.data.years import BASIS_WORDS
+
 
 def site_summary(s) -> str:
     """The site's line: power price and PUE only where the plan may buy (rented systems include them)."""
@@ -12,14 +14,17 @@ def site_summary(s) -> str:
             + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else ""))
 
 
-def budget_summary(b) -> str:
-    """The budget's caps in one line: yearly, then per year ('' when none)."""
-    caps = [f"${v:,.0f} {what} per year" for v, what in ((b.usd_per_year, "cost"), (b.capex_usd_per_year, "capex"),
+def budget_summary(b, basis: str = "annualised") -> str:
+    """The budget's caps in one line: yearly, then per year ('' when none); the yearly cost in its
+    `basis` (data.years.budget_basis), said after the caps."""
+    caps = [f"${v:,.0f} {what} per year" for v, what in ((b.usd_per_year, basis), (b.capex_usd_per_year, "capex"),
                                                             (b.opex_usd_per_year, "opex")) if v is not None]
-    caps += [f"year {y.year}: " + ", ".join(f"${v:,.0f} {what}" for v, what in ((y.usd, "cost"), (y.capex_usd, "capex"),
+    caps += [f"year {y.year}: " + ", ".join(f"${v:,.0f} {what}" for v, what in ((y.usd, basis), (y.capex_usd, "capex"),
                                                                                (y.opex_usd, "opex")) if v is not None)
              for y in b.years]
-    return "; ".join(caps) + (f" ({b.mode})" if caps and b.mode != "min-cost" else "")
+    costed = b.usd_per_year is not None or any(y.usd is not None for y in b.years)
+    said = f"; {basis}: {BASIS_WORDS[basis].split(' (', 1)[1][:-1]}" if costed else ""
+    return "; ".join(caps) + (f" ({b.mode})" if caps and b.mode != "min-cost" else "") + said
 
 
 def job_summary(j) -> str:

@@ -97,10 +97,11 @@ class YearEntry(BaseModel):
     annuitised_cost_usd: float = Field(description="USD, the year's cost in the accounting view (purchases "
                                                    "annuitised)")
     resale_usd: float = Field(description="USD of resale credited for systems leaving the fleet after the year")
-    budget_usd: float | None = Field(description="USD, the year's cash budget; null when none")
+    budget_usd: float | None = Field(description="USD, the year's budget in the plan's budget_basis; null when none")
     budget_capex_usd: float | None = Field(description="USD, the year's capex cap; null when none")
     budget_opex_usd: float | None = Field(description="USD, the year's opex cap; null when none")
-    budget_used: float | None = Field(description="fraction of budget_usd used; null when no budget")
+    budget_used: float | None = Field(description="fraction of budget_usd used (cost_usd, or annuitised_cost_usd "
+                                                  "where the budget_basis is annualised); null when no budget")
     complexity_usd: float = absent("USD of fleet complexity in the year (part of opex_usd): the system types in "
                                    "the year's fleet x policy.cost_per_system_type_usd_year; only when that rate "
                                    "is above 0")
@@ -127,6 +128,14 @@ class Plan(BaseModel):
     cost_breakdown_usd_per_year: dict[str, float] = absent("cost component (capital, power, rent, ...) -> "
                                                            "USD per year (single-period plans only)")
     annuitised_total_usd: float = absent("USD over the horizon in the accounting view (multi-year only)")
+    cash_first_year_usd: float = absent(
+        "USD the first year pays: the purchases in full, reservation invoices and running costs (single-period "
+        "plans; multi-year plans give each year's cost_usd)")
+    budget_basis: Literal["annualised", "cash"] = absent(
+        "what budget.usd_per_year caps in this plan: annualised (total_cost_usd_per_year; multi-year "
+        "years[].annuitised_cost_usd) or cash (cash_first_year_usd; multi-year years[].cost_usd): budget.basis, "
+        "or where unset annualised in single-period plans and cash in multi-year ones; only when a budget "
+        "caps the cost")
     npv_usd: float = absent("USD, the net present value of the cash, resale credited: the objective "
                             "(multi-year only)")
     cash_total_usd: float = absent("USD of cash paid over the horizon, undiscounted (multi-year only)")

@@ -71,12 +71,20 @@ class YearBudget(Strict):
 
 
 class Budget(Strict):
-    usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on annualised cost per year")
+    usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description=(
+        "cap on the cost of each year, in the view `basis` names"))
     capex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on purchases paid per year")
     opex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on rentals, power, hosting")
     years: list[YearBudget] = Field(default_factory=list, description="per-year caps (multi-year plans)")
     mode: Literal["min-cost", "max-coverage"] = Field(
         "min-cost", description="max-coverage: serve as much weighted demand as the budget allows")
+    basis: Optional[Literal["annualised", "cash"]] = Field(None, description=(
+        "what usd_per_year and budget.years[].usd cap: 'annualised', the year's cost in the accounting "
+        "view (each purchase's price less its discounted resale spread over the years it is held, a "
+        "reservation's whole term spread over the horizon, plus running costs: the plan's $/year), or "
+        "'cash', what the year pays (purchases in full in the year bought, reservation invoices, running "
+        "costs). Unset: annualised in a one-period plan, cash in a multi-year plan (years.budget_basis). "
+        "capex_usd_per_year and opex_usd_per_year are always the purchases paid and the running costs"))
 
 
 class PriceOverride(Strict):

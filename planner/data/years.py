@@ -76,8 +76,26 @@ def check_multiyear(s: Scenario) -> None:
         raise InputError(problems)
 
 
+BASIS_WORDS = {"annualised": "annualised cost (purchases spread over the years held, net of resale, plus running costs)",
+               "cash": "cash (purchases in full when paid, reservation invoices, running costs)"}
+"""each budget basis in the words a plan, validate and a diagnosis use"""
+
+
+def budget_basis(s: Scenario) -> str:
+    """What budget.usd_per_year (and budget.years[].usd) caps: budget.basis, or where it is unset the
+    plan's own view: 'annualised' (the yearly cost a one-period plan minimises) or 'cash' (each
+    year's payments, what a multi-year plan's years add up)."""
+    return s.budget.basis or ("cash" if s.multi_year else "annualised")
+
+
+def budget_key(s: Scenario) -> dict:
+    """A plan's {"budget_basis": ...} where a budget caps the year's cost (budget_basis), else {}."""
+    capped = s.budget.usd_per_year is not None or any(y.usd is not None for y in s.budget.years)
+    return {"budget_basis": budget_basis(s)} if capped else {}
+
+
 def year_caps(s: Scenario, year: int) -> dict[str, tuple[float, str]]:
-    """{'usd'|'capex'|'opex': (cap, the field a user edits)} for one year, cash view."""
+    """{'usd'|'capex'|'opex': (cap, the field a user edits)} for one year ('usd' in budget_basis's view)."""
     out = {}
     entry = next(((i, yb) for i, yb in enumerate(s.budget.years) if yb.year == year), None)
     for key, own, wide in (("usd", "usd", "usd_per_year"), ("capex", "capex_usd", "capex_usd_per_year"),

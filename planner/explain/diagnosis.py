@@ -10,7 +10,7 @@ import math
 from planner.data import deadline
 from planner.data.errors import Diagnosis, SolverError
 from planner.data.scenario import Scenario
-from planner.data.years import year_caps
+from planner.data.years import budget_basis, year_caps
 from planner.explain.closest import closest_miss
 from planner.milp import fleet as model
 from planner.milp.readout import r2
@@ -88,20 +88,27 @@ def _unsolved(res) -> str:
 
 DIAGNOSIS_GAP = 1e-5  # the elastic optimum is the smallest relaxation; keep it tight
 FAMILY_WORDS = {"usd": "total (capex + opex)", "capex": "capex", "opex": "opex"}
+BASIS_SHORT = {"annualised": "annualised cost", "cash": "cash (purchases in full plus running costs)"}
+"""budget.usd_per_year's basis (years.budget_basis) as a diagnosis names it where it is not the plan's own
+view (a multi-year plan's cash, a one-period plan's yearly cost)"""
 
 
 def _budget_relaxation(s, fm, family: str, t: int, amount: float) -> dict:
     cap, where = year_caps(s, t)[family]
     new = float(math.ceil(cap + amount - 1e-6))
+    basis = budget_basis(s)
     if fm.npv:
+        words = BASIS_SHORT["annualised"] if family == "usd" and basis == "annualised" else FAMILY_WORDS[family]
         return {"family": "budget", "year": t, "constraint": where, "shortfall": r2(amount), "unit": "USD",
                 "current": cap, "suggested": new,
-                "message": f"year {t}: {FAMILY_WORDS[family]} budget short by ${amount:,.0f} (raise {where} from "
+                "message": f"year {t}: {words} budget short by ${amount:,.0f} (raise {where} from "
                            f"${cap:,.0f} to ${new:,.0f}, or set budget.mode: max-coverage to serve what the "
                            "budget allows)"}
+    short = (f"budget short by ${amount:,.0f} of the first year's {BASIS_SHORT['cash']}"
+             if family == "usd" and basis == "cash" else f"budget short by ${amount:,.0f}/yr")
     return {"family": "budget", "constraint": where, "shortfall": round(amount, 2), "unit": "USD per year",
             "current": cap, "suggested": new,
-            "message": f"budget short by ${amount:,.0f}/yr (raise {where} from ${cap:,.0f} to ${new:,.0f})"}
+            "message": f"{short} (raise {where} from ${cap:,.0f} to ${new:,.0f})"}
 
 
 DIAGNOSIS_CUT = ("the diagnosis (the time limit stopped it before it proved its amounts the least: relaxing by "

@@ -108,12 +108,16 @@ BUDGETS = {"usd_per_year": ("cost_usd", "budget_usd"), "capex_usd_per_year": ("c
 def budget_spend(plan: dict) -> dict[str, tuple[float, int | None, float | None]]:
     """What each budget cap is measured against in a plan: budget name -> (the amount, the year,
     that year's cap; None, None for a one-year plan). One year: the yearly cost (usd_per_year, in
-    the objective's view), the purchase prices paid (capex), the running costs (opex). Years: the
-    year with the least headroom under its own cap (rows.define_budget_constraints caps each year's
-    cash; a year without a cap is left out), else the highest."""
+    the objective's view, or the first year's cash where the plan's budget_basis is cash), the
+    purchase prices paid (capex), the running costs (opex). Years: the year with the least headroom
+    under its own cap (rows.define_budget_constraints caps each year's cash, or annualised cost where
+    the budget_basis says so; a year without a cap is left out), else the highest."""
+    basis = plan.get("budget_basis")
     if plan.get("years"):
         out = {}
         for name, (key, cap) in BUDGETS.items():
+            if name == "usd_per_year" and basis == "annualised":
+                key = "annuitised_cost_usd"
             capped = [y for y in plan["years"] if y.get(cap) is not None]
             top = (min(capped, key=lambda y: (y[cap] - y[key], y["year"])) if capped
                    else max(plan["years"], key=lambda y: (y[key], -y["year"])))
@@ -122,6 +126,8 @@ def budget_spend(plan: dict) -> dict[str, tuple[float, int | None, float | None]
     base = plan["total_cost_usd_per_year"]
     capex = sum(f["purchase_usd"] or 0.0 for f in plan["fleet"] if f["acquisition"] == "buy")
     opex = base - plan.get("cost_breakdown_usd_per_year", {}).get("capital", 0.0)
+    if basis == "cash":
+        base = plan.get("cash_first_year_usd", base)
     return {"usd_per_year": (base, None, None), "capex_usd_per_year": (capex, None, None),
             "opex_usd_per_year": (opex, None, None)}
 

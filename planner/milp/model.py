@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 import pulp
 
 from planner.data.catalog import is_held
+from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import demands_of_job
 from planner.data.years import Trend, life_years, trend_for
 from planner.milp.registry import Registry
+from planner.physics import costs
 
 NO_TREND = Trend()
 """the trend of every offer in a one-year model: no decline, available from year 1, no resale"""
@@ -167,6 +169,36 @@ class FleetModel(Registry):
         comps = OPEX if key == "opex" else None
         return pulp.lpSum(c * v for (t, comp), terms in sorted(self.cash.items()) if t == year
                           and (comps is None or comp in comps) for c, v, _ in terms)
+
+    def year_cost(self, year: int, basis: str):
+        """The cost of `year` in a budget's basis (data.years.budget_basis): the model's own view
+        where they agree (spend 'usd': annualised in a one-period model, cash in a multi-year one);
+        cash in a one-period model: the purchases paid in full, the running costs, and each
+        reservation at its invoices (its rental carries commitment_factor x them); annualised in a
+        multi-year model: the running costs, each purchase's capital for a year held
+        (owned.py), and the later payments of a reservation running past the horizon spread over
+        the years held (carried)."""
+        if basis == ("cash" if self.npv else "annualised"):
+            return self.spend(year, "usd")
+        if not self.npv:
+            return self.spend(year, "capex") + self.spend(year, "opex") - pulp.lpSum(
+                c * v for c, v, _ in self.carried(year))
+        return pulp.lpSum([c * v for (t, comp), terms in sorted(self.cash.items()) if t == year and comp != "capex"
+                           for c, v, _ in terms] + [c * v for c, v, _ in self.capital.get(year, [])]
+                          + [c * v for c, v, _ in self.carried(year)])
+
+    def carried(self, year: int) -> list[tuple[float, object, str]]:
+        """[(usd, var, offer)]: what the reservations held in `year` whose term runs past the horizon
+        add to its invoices in the accounting view, all their payments spread over the years held
+        ((commitment_factor - 1) x the invoice; readout.cost_by_offer)."""
+        out = []
+        for (oid, tau), v in sorted(self.k.items()):
+            o = self.offer(oid)
+            held = (self.last + 1 - tau) if self.npv else self.scenario.horizon_years
+            more = costs.commitment_factor(o, self.scenario.policy.discount_rate, held) - 1.0
+            if more > 0 and tau <= year < tau + costs.RESERVED_TERM_YEARS[o.acquisition]:
+                out.append((more * o.price_usd_per_hour * self.factor(oid, tau) * HOURS_PER_YEAR, v, oid))
+        return out
 
     def npv_expr(self):
         terms = [self.discount(t) * self.spend(t, "usd") for t in self.years]

@@ -10,6 +10,7 @@ from collections import defaultdict
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import demands_of_job, hours_per_year
 from planner.data.scenario import Scenario
+from planner.data.years import budget_key
 from planner.milp import complexity, pooling, trim
 from planner.milp.crossdisagg import half_row
 from planner.milp import fleet as model
@@ -72,11 +73,8 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = Non
     for coef, v, oid in terms + (fm.capital.get(t, []) if fm.npv else []):
         out[oid] += coef * _val(res, v)
     if fm.npv:  # a reservation whose term runs past the horizon: all its payments spread over the years held
-        for (oid, tau), v in fm.k.items():
-            o = fm.offer(oid)
-            more = costs.commitment_factor(o, fm.scenario.policy.discount_rate, fm.last + 1 - tau) - 1.0
-            if tau <= t and more > 0:
-                out[oid] += more * o.price_usd_per_hour * fm.factor(oid, tau) * HOURS * _val(res, v)
+        for coef, v, oid in fm.carried(t):
+            out[oid] += coef * _val(res, v)
     if fm.z:
         for oid, usd in complexity.spread(fm, res.values, t, held_systems(fm, res, t)).items():
             out[oid] += usd
@@ -108,6 +106,8 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
         "total_cost_usd_per_year": r2(total),
         "horizon_years": s.horizon_years,
         "total_cost_usd_over_horizon": r2(total * s.horizon_years),
+        "cash_first_year_usd": r2(res.value_of(fm.year_cost(fm.first, "cash"))),
+        **budget_key(s),
         "demand_met": not any(j["unserved"] for j in jobs),
         "cost_breakdown_usd_per_year": {k: r2(sum(c * _val(res, v) for c, v in terms))
                                         for k, terms in sorted(fm.cost_terms.items())},

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
-from planner.data.years import year_caps
+from planner.data.years import budget_basis, budget_key, year_caps
 from planner.milp.model import OPEX
 from planner.milp.model import FleetModel as YearModel
 from planner.milp.pooling import pool_rows
@@ -71,7 +71,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "scenario": s.name, "status": res.status, "mode": s.budget.mode, "horizon_years": s.horizon_years,
         "total_cost_usd_per_year": r2(accounting / len(years)),
         "total_cost_usd_over_horizon": r2(cash), "annuitised_total_usd": r2(accounting),
-        "npv_usd": r2(_npv(ym, res)), "cash_total_usd": r2(cash),
+        "npv_usd": r2(_npv(ym, res)), "cash_total_usd": r2(cash), **budget_key(s),
         "committed_after_horizon_usd": r2(_committed_after(ym, res, last)),
         "salvage_usd": r2(_sum(res, ym.resale.get(last, []))),
         "discount_rate": s.policy.discount_rate,
@@ -105,8 +105,7 @@ def _committed_after(ym: YearModel, res, last: int) -> float:
 
 def _npv(ym: YearModel, res) -> float:
     """The objective's NPV expression (model.npv_expr) at the solution."""
-    expr = ym.npv_expr()
-    return sum(c * _val(res, v) for v, c in expr.items()) + expr.constant
+    return res.value_of(ym.npv_expr())
 
 
 def _owned(ym: YearModel, oid: str) -> bool:
@@ -195,11 +194,12 @@ def _year(s: Scenario, ym: YearModel, res, t: int) -> dict:
             used = site_hours(ym, usage.get(f["offer"], {}))
             util.append({"offer": f["offer"], "systems": site, "accelerator_hours_used": r2(used, 0),
                          "utilisation": r2(used / (HOURS * site * ym.system_of(f["offer"]).accelerators), 4)})
-    budget = caps.get("usd")
+    budget, annuitised = caps.get("usd"), sum(offer_cost.values())
+    spent = annuitised if budget_basis(s) == "annualised" else capex + opex
     return {"year": t, "capex_usd": r2(capex), "opex_usd": r2(opex), "cost_usd": r2(capex + opex),
-            "annuitised_cost_usd": r2(sum(offer_cost.values())), "resale_usd": r2(_sum(res, ym.resale.get(t, []))),
+            "annuitised_cost_usd": r2(annuitised), "resale_usd": r2(_sum(res, ym.resale.get(t, []))),
             "budget_usd": budget, "budget_capex_usd": caps.get("capex"), "budget_opex_usd": caps.get("opex"),
-            "budget_used": r2((capex + opex) / budget, 4) if budget else None,
+            "budget_used": r2(spent / budget, 4) if budget else None,
             **({"complexity_usd": r2(_sum(res, ym.cash.get((t, "complexity"), [])))} if ym.z else {}),
             "demand": {dk: r2(ym.demand_at(dk, t), 3) for dk in sorted(ym.options.demands)},
             "fleet": fleet, "purchases": purchases, "unserved": _unserved(s, ym, res, t), "utilisation": util}

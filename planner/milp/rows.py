@@ -21,8 +21,9 @@
                 lowers r to exactly what the replicas fill)
   availability  systems of offer o in a year across demands <= its cap (rentals, pooled rentals,
                 edge units; owned holdings over several purchase years)
-  budget        per year: 'usd' the year's cost in the objective's view, 'capex' the purchase prices
-                paid, 'opex' the running costs, each <= its cap (data.years.year_caps)
+  budget        per year: 'usd' the year's cost in the budget's basis (model.year_cost: annualised or
+                cash, data.years.budget_basis), 'capex' the purchase prices paid, 'opex' the running
+                costs, each <= its cap (data.years.year_caps)
   power         bought systems held in year t: sum_o power_kw_o held(o,t) <= site.power_cap_kw
 Objective: model.total_cost + a tie-break of TIE_BREAK_USD per system bought, reserved or rented (no
 idle system is ever bought, even at a near-zero price) and per replica of a disaggregated option
@@ -38,7 +39,7 @@ import pulp
 
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
-from planner.data.years import year_caps
+from planner.data.years import budget_basis, year_caps
 from planner.milp import pooling
 from planner.milp.api import api_supply
 from planner.milp.owned import edge_held
@@ -200,7 +201,8 @@ def define_availability_constraints(fm) -> None:
 def define_budget_constraints(fm) -> None:
     for t in fm.years:
         for key, (cap, _) in sorted(year_caps(fm.scenario, t).items()):
-            fm.add("budget", (key, t), fm.spend(t, key) - _elastic(fm, key, t) <= cap)
+            spent = fm.year_cost(t, budget_basis(fm.scenario)) if key == "usd" else fm.spend(t, key)
+            fm.add("budget", (key, t), spent - _elastic(fm, key, t) <= cap)
 
 
 def define_power_constraints(fm) -> None:

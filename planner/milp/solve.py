@@ -60,6 +60,10 @@ class SolveResult:
     def ok(self) -> bool:
         return self.status in OK
 
+    def value_of(self, expr) -> float:
+        """A linear expression of the model at this solution (a variable it does not hold: 0)."""
+        return sum(c * self.values.get(v.name, 0.0) for v, c in expr.items()) + expr.constant
+
 
 def _cbc_path() -> str | None:
     env = os.environ.get("PLANNER_CBC")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 from planner.data import sharing
-from planner.data.catalog import Catalog, Offer
+from planner.data.catalog import Catalog, Offer, is_held
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
+from planner.data.years import budget_basis
 from planner.physics import costs
 from planner.verify.common import (
     REL,
@@ -115,7 +116,25 @@ def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[
     return usd, systems == n
 
 
-def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification) -> None:
+def cash_first_year(plan: dict, s: Scenario, cat) -> float:
+    """What a single-period plan's first year pays, from its rows: the purchases in full, and its
+    yearly cost less the purchases' capital and less what each reservation running past the horizon
+    carries beyond its invoices (costs.commitment_factor - 1 of them)."""
+    parts = plan.get("cost_breakdown_usd_per_year") or {}
+    out = plan["total_cost_usd_per_year"] - parts.get("capital", 0.0)
+    for f in plan["fleet"]:
+        o = cat.offers.get(f["offer"])
+        if o is None:
+            continue
+        if o.acquisition == "buy" and not is_held(o):
+            out += f.get("purchase_usd") or 0.0
+        if o.acquisition in costs.RESERVED_TERM_YEARS:
+            more = costs.commitment_factor(o, s.policy.discount_rate, s.horizon_years) - 1.0
+            out -= more * o.price_usd_per_hour * HOURS_PER_YEAR * f["systems"]
+    return out
+
+
+def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification, cat: Catalog) -> None:
     total = plan["total_cost_usd_per_year"]
     fleet_sum = sum(f["cost_usd_per_year"] for f in fleet.values())
     v.check("costs", close(fleet_sum, total), f"fleet costs add to ${fleet_sum:,.2f}, total ${total:,.2f}")
@@ -126,9 +145,17 @@ def check_totals(plan: dict, fleet: dict, s: Scenario, v: Verification) -> None:
     v.check("costs", close(jobs_sum, total, REL, USD * max(1, len(plan["jobs"]))),
             f"job costs add to ${jobs_sum:,.2f}, total ${total:,.2f}")
     b = s.budget
+    if "years" not in plan and "cash_first_year_usd" in plan:
+        cash = cash_first_year(plan, s, cat)
+        v.check("costs", close(plan["cash_first_year_usd"], cash, REL, USD * max(1, len(fleet))),
+                f"first year's cash ${plan['cash_first_year_usd']:,.2f}; its purchases, reservation invoices and "
+                f"running costs come to ${cash:,.2f}")
     if b.usd_per_year is not None and "years" not in plan:
-        v.check("budget", total <= b.usd_per_year * (1 + 1e-5) + USD,
-                f"${total:,.0f} per year exceeds budget.usd_per_year ${b.usd_per_year:,.0f}")
+        cash = budget_basis(s) == "cash"
+        spent = plan.get("cash_first_year_usd", 0.0) if cash else total
+        v.check("budget", plan.get("budget_basis") == budget_basis(s) and spent <= b.usd_per_year * (1 + 1e-5) + USD,
+                f"${spent:,.0f} {'paid in the first year' if cash else 'per year'} ({plan.get('budget_basis')}) "
+                f"exceeds budget.usd_per_year ${b.usd_per_year:,.0f} ({budget_basis(s)})")
     if b.opex_usd_per_year is not None and "years" not in plan:
         opex = total - parts.get("capital", 0.0)
         v.check("budget", opex <= b.opex_usd_per_year * (1 + 1e-5) + USD,

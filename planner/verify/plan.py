@@ -105,7 +105,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
     if multi:
         verify_years(plan, s, cat, v)
     else:
-        check_totals(plan, fleet, s, v)
+        check_totals(plan, fleet, s, v, cat)
         check_breakdown(plan, fleet, s, v, ledger)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from planner.data.catalog import Catalog
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
+from planner.data.years import budget_basis
 from planner.verify.common import (
     REL,
     TIGHT,
@@ -43,7 +44,8 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
                 f"this year and at most {ahead} in any year from it")
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"], REL, USD),
                 f"year {t}: cost ${y['cost_usd']:,.2f} is not capex + opex")
-        for key, amount in (("budget_usd", y["cost_usd"]), ("budget_capex_usd", y["capex_usd"]),
+        spent = y["annuitised_cost_usd"] if budget_basis(s) == "annualised" else y["cost_usd"]
+        for key, amount in (("budget_usd", spent), ("budget_capex_usd", y["capex_usd"]),
                             ("budget_opex_usd", y["opex_usd"])):
             cap = y.get(key)
             v.check("budget", cap is None or amount <= cap * (1 + 1e-5) + USD,

@@ -31,7 +31,7 @@ from collections import defaultdict
 from planner.data.catalog import Catalog
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
-from planner.data.years import life_years, trend_for
+from planner.data.years import budget_basis, life_years, trend_for
 from planner.physics import costs
 from planner.verify.common import REL, USD, Verification, close
 from planner.verify.fleet import complexity_usd
@@ -151,8 +151,10 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"]),
                 f"year {t}: cost ${y['cost_usd']:,.2f} is not capex + opex")
         if y.get("budget_usd"):
-            v.check("budget", close(y.get("budget_used") or 0.0, y["cost_usd"] / y["budget_usd"], 0.0, 6e-5),
-                    f"year {t}: budget_used {y.get('budget_used')} of ${y['budget_usd']:,.0f} for ${y['cost_usd']:,.2f}")
+            spent = y["annuitised_cost_usd"] if budget_basis(s) == "annualised" else y["cost_usd"]
+            v.check("budget", close(y.get("budget_used") or 0.0, spent / y["budget_usd"], 0.0, 6e-5),
+                    f"year {t}: budget_used {y.get('budget_used')} of ${y['budget_usd']:,.0f} for ${spent:,.2f} "
+                    f"({budget_basis(s)})")
         check_utilisation(y["utilisation"], rows, cat, v, None, f"year {t}: ")
         npv += (1.0 + rate) ** -(t - 1) * y["cost_usd"] - (1.0 + rate) ** -t * y["resale_usd"]
     for oid, per_year in bought.items():
