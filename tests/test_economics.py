@@ -216,20 +216,23 @@ def test_a_three_year_commitment_is_taken_when_it_is_the_cheapest_way_to_serve_a
                                                  "providers": hyperscalers}, [job], horizon_years=3))
     assert {f["acquisition"] for f in three["fleet"]} == {"reserved-3y"}
     assert three["total_cost_usd_per_year"] < one_year["total_cost_usd_per_year"]
-    # a commitment is paid every hour of the year: systems x price x 8,760 h
+    # a commitment is paid every hour of the year: systems x price x 8,760 h, its three years paid
+    # when it starts where the offer says so (AWS's savings plan: 3 x annuity(8%, 3) = 1.164 of them)
     for f in three["fleet"]:
-        price = CAT.offers[f["offer"]].price_usd_per_hour
-        assert f["cost_usd_per_year"] == pytest.approx(f["systems"] * price * 8760, abs=0.01)
+        o = CAT.offers[f["offer"]]
+        years = 3 * annuity(0.08, 3) if o.payment == "upfront" else 1.0
+        assert f["cost_usd_per_year"] == pytest.approx(f["systems"] * o.price_usd_per_hour * 8760 * years, abs=0.01)
 
 
 def test_a_three_year_commitment_on_a_one_year_horizon_carries_all_its_payments(tmp_path):
     """A reservation is not resold: a one-year plan that signs for three years pays all three (the
     review's 1,500-user chat on aws H100 nodes: reserved-3y showed $181,294 a year and won; signing it
-    commits $543,882, so on demand at $482,150 is the cheaper answer for one year)."""
+    commits $543,882, so on demand is the cheaper answer for one year). Here on GCP's 3-year
+    commitment, paid monthly (AWS's is paid up front: test_a_reservation_paid_up_front_...)."""
     job = {"name": "chat8b", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 4096,
            "concurrent_users": 1500, "min_tokens_per_s_per_user": 30, "max_ttft_s": 2}
     policy = {"acquisition": ["on-demand", "reserved-3y"], "accelerators": ["h100-sxm"], "redundancy": "none",
-              "providers": ["aws"]}
+              "providers": ["gcp"]}
     site = {"ownership": "cloud"}
     _, one = _plan(tmp_path, _doc("c1", site, policy, [job], horizon_years=1))
     _, three = _plan(tmp_path, _doc("c3", site, policy, [job], horizon_years=3))
@@ -249,7 +252,7 @@ def test_a_three_year_commitment_on_a_one_year_horizon_carries_all_its_payments(
 def test_a_multi_year_plan_says_what_its_reservations_commit_to_after_the_horizon(tmp_path):
     job = {"name": "chat8b", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 4096,
            "concurrent_users": 1500, "min_tokens_per_s_per_user": 30, "growth_per_year": 0.01}
-    policy = {"acquisition": ["reserved-3y"], "accelerators": ["h100-sxm"], "redundancy": "none", "providers": ["aws"]}
+    policy = {"acquisition": ["reserved-3y"], "accelerators": ["h100-sxm"], "redundancy": "none", "providers": ["gcp"]}
     _, plan = _plan(tmp_path, _doc("c2", {"ownership": "cloud"}, policy, [job], horizon_years=2))
     reserved = CAT.offers[plan["fleet"][0]["offer"]]
     systems = sum(p["systems"] for y in plan["years"] for p in y["purchases"])
@@ -479,7 +482,7 @@ def test_a_plan_says_what_its_yearly_cost_assumes_that_no_invoice_shows(plan_cli
     assert "Resale assumed: 2x h200-nvl-x4 sold when the 3-year horizon ends, for $65,117 (23% of the" in bank
     path = tmp_path / "r.yaml"
     path.write_text("name: r\nhorizon_years: 2\nsite: {ownership: cloud}\n"
-                    "policy: {acquisition: [reserved-3y], accelerators: [h100-sxm], providers: [aws]}\n"
+                    "policy: {acquisition: [reserved-3y], accelerators: [h100-sxm], providers: [gcp]}\n"
                     "jobs: [{name: chat, stage: serve, model: llama-3.1-70b, precision: fp8, concurrent_users: 200}]\n")
     res = plan_cli(path, "--format", "json", "--explain", "none", "--quiet")
     assert res.code == 0, res.err
@@ -569,3 +572,33 @@ def test_a_budget_says_whether_it_caps_the_annualised_cost_or_the_cash_paid(tmp_
         assert y["annuitised_cost_usd"] <= 120_000 + 1
         assert y["budget_used"] == pytest.approx(y["annuitised_cost_usd"] / 120_000, abs=1e-4)
     assert max(y["cost_usd"] for y in by_book["years"]) > 120_000  # (a year's purchases, paid in full)
+
+
+def test_a_reservation_paid_up_front_is_paid_when_its_term_starts(tmp_path):
+    # AWS's 3-year EC2 Instance Savings Plan rate for p5en ($23.80/h) is an all-upfront one
+    # (economics.md s2 B4): the three years' fees, $625,464, fall due in year 1; paid monthly,
+    # the NPV would be $45,187 lower and year 1's cash $416,976 lower (the finance review)
+    job = {"name": "chat", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192,
+           "concurrent_users": 500, "min_tokens_per_s_per_user": 20, "max_ttft_s": 2}
+    policy = {"acquisition": ["on-demand", "reserved-3y"], "accelerators": ["h200-sxm"], "providers": ["aws"]}
+    offer = CAT.offers["h200-sxm-x8-reserved-3y-aws"]
+    assert offer.payment == "upfront"
+    term = 3 * offer.price_usd_per_hour * 8760
+    assert term == pytest.approx(625_464.0)
+    s1, one = _plan(tmp_path, _doc("aws1", {"ownership": "cloud"}, policy, [job], horizon_years=3))
+    (row,) = one["fleet"]
+    assert row["offer"] == offer.id and row["systems"] == 1 and row["paid_upfront_usd"] == pytest.approx(term)
+    assert one["cash_first_year_usd"] == pytest.approx(term, abs=1.0)
+    assert one["total_cost_usd_per_year"] == pytest.approx(term * annuity(0.08, 3), abs=1.0)  # $242,701
+    from planner.cli.render import money_notes
+    assert any(x.startswith("Paid up front: 1x h200-sxm-x8 (reserved-3y, aws), $625,464 for its 3-year term")
+               for x in money_notes(one))
+    for key, value in (("paid_upfront_usd", term / 3), ("cash_first_year_usd", term / 3)):
+        forged = copy.deepcopy(one)
+        (forged["fleet"][0] if key == "paid_upfront_usd" else forged)[key] = value
+        assert not verify(forged, s1, resolve(s1)).ok, key
+    _, years = _plan(tmp_path, _doc("aws3", {"ownership": "cloud"}, policy, [{**job, "demand_multipliers": [1, 1, 1]}],
+                                    horizon_years=3))
+    assert [y["cost_usd"] for y in years["years"]] == pytest.approx([term, 0.0, 0.0], abs=1.0)
+    assert years["npv_usd"] == pytest.approx(term, abs=1.0) and not years["committed_after_horizon_usd"]
+    assert [y["annuitised_cost_usd"] for y in years["years"]] == pytest.approx([term * annuity(0.08, 3)] * 3, abs=1.0)

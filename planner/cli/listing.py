@@ -30,7 +30,7 @@ CATALOG_COLUMNS = {
                      "tdp_w", "scaleup_kind", "scaleup_domain", "stack", "as_of"],
     "systems": ["id", "accelerator", "accelerators", "scaleup_domain", "power_kw", "cooling", "kind", "as_of"],
     "offers": ["id", "system", "acquisition", "provider", "price_usd_per_hour", "purchase_usd",
-               "useful_life_years", "max_systems", "as_of"],
+               "useful_life_years", "max_systems", "payment", "as_of"],
     "models": ["id", "params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
                "head_dim", "experts", "experts_per_token", "attention", "as_of"],
     "apis": ["id", "model", "provider", "region", "usd_per_m_input_tokens", "usd_per_m_output_tokens",

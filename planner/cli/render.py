@@ -70,6 +70,12 @@ def money_notes(plan: dict) -> list[str]:
                    f"({back / paid:.0%} of the {usd(paid)} paid, at used-market prices); the yearly cost nets it off")
     for f in plan["fleet"]:
         term = f.get("term_years")
+        if f.get("paid_upfront_usd"):
+            out.append(f"Paid up front: {f['systems']}x {f['system']} ({f['acquisition']}, {f['provider']}), "
+                       f"{usd(f['paid_upfront_usd'])} for its {term}-year term when it starts (the offer's rate "
+                       f"assumes all-upfront payment); the yearly cost spreads it over the "
+                       f"{min(term, horizon):g} year(s) held, discounted")
+            continue
         if term and term > horizon and f.get("contract_usd_per_year"):
             rate = f["contract_usd_per_year"]
             out.append(f"Commitment past the horizon: {f['systems']}x {f['system']} ({f['acquisition']}, {f['provider']}) "

@@ -101,6 +101,9 @@ class Offer(Row):
         "depreciation life of a purchase, years (buy offers)"))
     max_systems: Optional[int] = Field(default=None, ge=0, le=10_000_000, description=(
         "most systems available (None: policy.max_systems_per_offer)"))
+    payment: Literal["monthly", "upfront"] = Field("monthly", description=(
+        "how a reservation is paid: monthly (its fees each year of the term, the default) or upfront (the "
+        "whole term's fees when it starts: the rate of an all-upfront savings plan assumes it)"))
 
 
 class ApiOffer(Row):

@@ -64,6 +64,9 @@ class FleetItem(Part):
         "USD a year the reservation's invoices come to: its hourly rate x 8,760 x systems, for term_years; "
         "cost_usd_per_year differs where the term runs past the horizon (the whole term is charged to the "
         "plan's years) (reserved offers only)")
+    paid_upfront_usd: float = absent(
+        "USD paid when the reservation starts for its whole term: contract_usd_per_year x term_years (reserved "
+        "offers paid up front only, catalog payment: upfront; multi-year plans at the catalog's price)")
     power_kw: float = Field(description="kW drawn by the systems at full load")
     price_source: str = Field(description="where the offer's price comes from")
     price_as_of: datetime.date = Field(description="date of the offer's price (ISO 8601)")

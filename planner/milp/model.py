@@ -34,8 +34,12 @@ from planner.physics import costs
 
 NO_TREND = Trend()
 """the trend of every offer in a one-year model: no decline, available from year 1, no resale"""
-OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "api", "complexity")
+OPEX = ("support", "ops", "hosting", "power", "rental", "reserved", "prepaid", "api", "complexity")
 """cost components paid as running costs (the budget's opex); the rest is capital or capex"""
+
+PAID_AHEAD = ("capex", "prepaid")
+"""cash components of a multi-year model paid once for years of use (purchases, reservations paid up
+front), which the accounting view replaces by their capital for each year held (FleetModel.capital)"""
 
 
 @dataclass
@@ -183,20 +187,26 @@ class FleetModel(Registry):
         if not self.npv:
             return self.spend(year, "capex") + self.spend(year, "opex") - pulp.lpSum(
                 c * v for c, v, _ in self.carried(year))
-        return pulp.lpSum([c * v for (t, comp), terms in sorted(self.cash.items()) if t == year and comp != "capex"
+        return pulp.lpSum([c * v for (t, comp), terms in sorted(self.cash.items()) if t == year and comp not in PAID_AHEAD
                            for c, v, _ in terms] + [c * v for c, v, _ in self.capital.get(year, [])]
                           + [c * v for c, v, _ in self.carried(year)])
 
     def carried(self, year: int) -> list[tuple[float, object, str]]:
-        """[(usd, var, offer)]: what the reservations held in `year` whose term runs past the horizon
-        add to its invoices in the accounting view, all their payments spread over the years held
-        ((commitment_factor - 1) x the invoice; readout.cost_by_offer)."""
+        """[(usd, var, offer)]: what the reservations held in `year` add to its invoices in the
+        accounting view: in a multi-year model, a monthly-paid term running past the horizon carries
+        all its payments spread over the years held ((commitment_factor - 1) x a year's fees; one paid
+        up front is accounted as capital, owned.py); in a one-period model, its yearly cost less the
+        year's invoices ((commitment_factor - costs.invoiced_years) x a year's fees, below 0 for a
+        term paid up front within the horizon)."""
         out = []
         for (oid, tau), v in sorted(self.k.items()):
             o = self.offer(oid)
+            if self.npv and costs.prepaid(o):
+                continue
             held = (self.last + 1 - tau) if self.npv else self.scenario.horizon_years
-            more = costs.commitment_factor(o, self.scenario.policy.discount_rate, held) - 1.0
-            if more > 0 and tau <= year < tau + costs.RESERVED_TERM_YEARS[o.acquisition]:
+            more = costs.commitment_factor(o, self.scenario.policy.discount_rate, held) - (
+                1.0 if self.npv else costs.invoiced_years(o))
+            if abs(more) > 1e-12 and tau <= year < tau + costs.RESERVED_TERM_YEARS[o.acquisition]:
                 out.append((more * o.price_usd_per_hour * self.factor(oid, tau) * HOURS_PER_YEAR, v, oid))
         return out
 

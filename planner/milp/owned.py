@@ -63,6 +63,20 @@ def _purchase(m, oid: str, t: int, var, yearly: dict[str, float], fleet: bool = 
         m.resale.setdefault(out, []).append((value, var, oid))
 
 
+def _prepaid(m, oid: str, t: int, var) -> None:
+    """A reservation paid up front in year t: the term's fees in that year's cash (opex, 'prepaid'),
+    the systems held for the term (within the horizon), and, in the accounting view, the payment
+    annuitised over the years held, as a purchase's capital with nothing back."""
+    o, rate = m.offer(oid), m.scenario.policy.discount_rate
+    term = costs.RESERVED_TERM_YEARS[o.acquisition]
+    paid = o.price_usd_per_hour * m.factor(oid, t) * HOURS_PER_YEAR * term
+    m.cost(t, "prepaid", paid, var, oid)
+    out = min(m.last, t + term - 1)
+    for h in range(t, out + 1):
+        m.held_terms.setdefault((oid, h), []).append(var)
+        m.capital.setdefault(h, []).append((paid * costs.annuity(rate, out + 1 - t), var, oid))
+
+
 def _used_owned(m) -> set[str]:
     return {oid for pairs in (*m.serve_pairs.values(), *m.batch_pairs.values()) for _, oid in pairs}
 
@@ -88,6 +102,8 @@ def define_owned_variables(m) -> None:
             elif o.acquisition == "buy":
                 fixed = costs.owned_fixed_usd_per_year(o, system, site, rate)
                 _purchase(m, oid, t, v, {"hosting": fixed["hosting"], "power": fixed["power"], "ops": fixed["ops"]})
+            elif costs.prepaid(o):
+                _prepaid(m, oid, t, v)
             else:
                 usd = o.price_usd_per_hour * m.factor(oid, t) * HOURS_PER_YEAR
                 for h in range(t, t + costs.RESERVED_TERM_YEARS[o.acquisition]):

@@ -13,6 +13,7 @@ from planner.data.scenario import Scenario
 from planner.data.years import budget_key
 from planner.milp import complexity, pooling, trim
 from planner.milp.crossdisagg import half_row
+from planner.milp.model import PAID_AHEAD
 from planner.milp import fleet as model
 from planner.milp.readout_api import api_fleet, api_rows, api_usage
 from planner.milp.solve import SolveResult
@@ -68,7 +69,7 @@ def cost_by_offer(fm: model.FleetModel, res: SolveResult, year: int | None = Non
     (costs.commitment_factor, as a one-year plan reads it)."""
     t = year or fm.last
     out: dict[str, float] = defaultdict(float)
-    terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and comp not in ("capex", complexity.COMPONENT)
+    terms = [term for (tt, comp), ts in fm.cash.items() if tt == t and comp not in (*PAID_AHEAD, complexity.COMPONENT)
              for term in ts]
     for coef, v, oid in terms + (fm.capital.get(t, []) if fm.npv else []):
         out[oid] += coef * _val(res, v)
@@ -144,6 +145,8 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
                     **({"term_years": costs.RESERVED_TERM_YEARS[o.acquisition],
                         "contract_usd_per_year": r2(o.price_usd_per_hour * HOURS_PER_YEAR * held[oid])}
                        if o.acquisition in costs.RESERVED_TERM_YEARS else {}),
+                    **({"paid_upfront_usd": r2(o.price_usd_per_hour * HOURS_PER_YEAR * held[oid]
+                                               * costs.RESERVED_TERM_YEARS[o.acquisition])} if costs.prepaid(o) else {}),
                     "power_kw": r2(system.power_kw * held[oid]),
                     "price_source": o.source, "price_as_of": o.as_of.isoformat()})
     return sorted(out + api_fleet(fm, res.values), key=lambda f: (-f["cost_usd_per_year"], f["offer"]))

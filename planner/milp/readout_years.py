@@ -93,10 +93,13 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
 
 def _committed_after(ym: YearModel, res, last: int) -> float:
     """Reservation payments the plan commits to after its last year (terms running past the
-    horizon; the NPV counts them discounted, the cash view ends with the horizon), undiscounted."""
+    horizon; the NPV counts them discounted, the cash view ends with the horizon), undiscounted; a
+    term paid up front owes nothing after (its year's cash held it all)."""
     total = 0.0
     for (oid, t), v in ym.k.items():
         o = ym.offer(oid)
+        if costs.prepaid(o):
+            continue
         after = t + costs.RESERVED_TERM_YEARS[o.acquisition] - 1 - last
         if after > 0:
             total += _val(res, v) * o.price_usd_per_hour * ym.factor(oid, t) * HOURS * after

@@ -181,6 +181,16 @@ def owned_fixed_usd_per_year(offer: Offer, system: System, site, discount_rate: 
     return {}
 
 
+def prepaid(offer: Offer) -> bool:
+    """A reservation whose whole term is paid when it starts (Offer.payment upfront)."""
+    return offer.acquisition in RESERVED_TERM_YEARS and getattr(offer, "payment", "monthly") == "upfront"
+
+
+def invoiced_years(offer: Offer) -> int:
+    """Years of a reservation's fees its first year's invoices hold: its term T if prepaid, else 1."""
+    return RESERVED_TERM_YEARS[offer.acquisition] if prepaid(offer) else 1
+
+
 def commitment_factor(offer: Offer, discount_rate: float, horizon_years: float | None) -> float:
     """The yearly payments of a reserved contract that one year of a plan over `horizon_years`
     carries: 1 when its term T ends within the horizon H (or none is given: renewed as it ends);
@@ -189,13 +199,21 @@ def commitment_factor(offer: Offer, discount_rate: float, horizon_years: float |
     annuity(r, H) / annuity(r, T): T / H undiscounted. A one-year plan of a 3-year reservation at
     $20.70/h commits to $543,882 over its term, $504,590 at 8% (as the multi-year NPV counts those
     payments past the horizon: milp/owned.py, `beyond`), not $181,294.
+    Paid up front (prepaid), the T years' fees fall due when the term starts, and are annuitised
+    over the years held, the term or the horizon where shorter: T x annuity(r, min(T, H)), above 1
+    at any positive rate (the same fees, paid sooner).
 
     >>> from types import SimpleNamespace as O
     >>> o = O(acquisition="reserved-3y")
     >>> commitment_factor(o, 0.0, 1), commitment_factor(o, 0.0, 3), round(commitment_factor(o, 0.08, 2), 4)
     (3.0, 1.0, 1.4452)
+    >>> u = O(acquisition="reserved-3y", payment="upfront")
+    >>> commitment_factor(u, 0.0, 3), round(commitment_factor(u, 0.08, 3), 4), round(commitment_factor(u, 0.08, 2), 4)
+    (1.0, 1.1641, 1.6823)
     """
     term = RESERVED_TERM_YEARS.get(offer.acquisition, 1)
+    if prepaid(offer):
+        return term * annuity(discount_rate, term if horizon_years is None else min(term, horizon_years))
     if horizon_years is None or term <= horizon_years:
         return 1.0
     return annuity(discount_rate, horizon_years) / annuity(discount_rate, term)

@@ -118,8 +118,9 @@ def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[
 
 def cash_first_year(plan: dict, s: Scenario, cat) -> float:
     """What a single-period plan's first year pays, from its rows: the purchases in full, and its
-    yearly cost less the purchases' capital and less what each reservation running past the horizon
-    carries beyond its invoices (costs.commitment_factor - 1 of them)."""
+    yearly cost less the purchases' capital and less what each reservation carries beyond its first
+    year's invoices (costs.commitment_factor - costs.invoiced_years of a year's fees: a term running
+    past the horizon carries more; one paid up front was invoiced in full)."""
     parts = plan.get("cost_breakdown_usd_per_year") or {}
     out = plan["total_cost_usd_per_year"] - parts.get("capital", 0.0)
     for f in plan["fleet"]:
@@ -129,7 +130,7 @@ def cash_first_year(plan: dict, s: Scenario, cat) -> float:
         if o.acquisition == "buy" and not is_held(o):
             out += f.get("purchase_usd") or 0.0
         if o.acquisition in costs.RESERVED_TERM_YEARS:
-            more = costs.commitment_factor(o, s.policy.discount_rate, s.horizon_years) - 1.0
+            more = costs.commitment_factor(o, s.policy.discount_rate, s.horizon_years) - costs.invoiced_years(o)
             out -= more * o.price_usd_per_hour * HOURS_PER_YEAR * f["systems"]
     return out
 

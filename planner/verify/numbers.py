@@ -57,6 +57,11 @@ def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str
                 f"{name}: {f['power_kw']} kW for {n} systems of {system.power_kw:g} kW")
         if "contract_usd_per_year" in f:  # (single-period plans' reservations)
             want = (o.price_usd_per_hour or 0.0) * HOURS_PER_YEAR * n
+            term = costs.RESERVED_TERM_YEARS.get(o.acquisition, 1)
+            v.check("costs", ("paid_upfront_usd" in f) == costs.prepaid(o) and close(
+                        f.get("paid_upfront_usd", want * term), want * term, 1e-6, 0.01),
+                    f"{name}: paid up front ${f.get('paid_upfront_usd')}; the offer is paid {o.payment}"
+                    + (f", {term} years of ${want:,.2f} when it starts" if costs.prepaid(o) else ""))
             v.check("costs", o.acquisition in costs.RESERVED_TERM_YEARS and f.get("term_years") ==
                     costs.RESERVED_TERM_YEARS[o.acquisition] and close(f.get("contract_usd_per_year") or 0.0, want, 1e-6, 0.01),
                     f"{name}: a {f.get('term_years')}-year contract at ${f.get('contract_usd_per_year')} a year; the "

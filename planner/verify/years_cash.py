@@ -14,8 +14,10 @@
   accounting annuitised_t - opex_t = sum over bought systems held of their yearly capital: the price
              less the discounted resale annuitised over the years held (nothing back: price_tau x
              annuity(r, life)), plus, for a reservation whose term runs past the horizon, its fee x
-             (costs.commitment_factor(years held) - 1): all its payments over the years held; the
-             fleet rows add up to annuitised_t, each bought row at least its fixed costs
+             (costs.commitment_factor(years held) - 1): all its payments over the years held; a
+             reservation paid up front (costs.prepaid) is opex of its first year, term x fee, and
+             capital term x fee x annuity(r, years held) in each year held; the fleet rows add up
+             to annuitised_t, each bought row at least its fixed costs
   resale     a bought system leaves at the end of its life or of the horizon (start of year s, a years
              old) for price_tau x costs.exit_share(a, life): the market's residual (past the useful
              life too, down to its floor), or with the trend's resale_fraction rf, (1 - decline)^a
@@ -115,6 +117,11 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
                                                                exit_usd(o, tau, held_years)) * n
                     kept = 0.0 if system.kind in DEVICES else fixed["hosting"] + fixed["power"] + fixed["ops"]
                     fixed_opex += (price * site.support_fraction_per_year + kept) * n
+                elif costs.prepaid(o):  # the term's fees in its first year; accounted as capital over the years held
+                    paid = price * term(o) * n
+                    held_years = min(last, tau + term(o) - 1) + 1 - tau
+                    fixed_opex += paid if tau == t else 0.0
+                    capital += paid * costs.annuity(rate, held_years) - (paid if tau == t else 0.0)
                 else:
                     fixed_opex += price * n  # (a term past the horizon: all its payments over the years held)
                     capital += price * n * (costs.commitment_factor(o, rate, last + 1 - tau) - 1.0)
@@ -159,7 +166,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         npv += (1.0 + rate) ** -(t - 1) * y["cost_usd"] - (1.0 + rate) ** -t * y["resale_usd"]
     for oid, per_year in bought.items():
         o = cat.offers[oid]
-        if o.acquisition in costs.RESERVED_TERM_YEARS:
+        if o.acquisition in costs.RESERVED_TERM_YEARS and not costs.prepaid(o):
             npv += sum(n * unit_price(o, tau) * (1.0 + rate) ** -(h - 1) for tau, n in per_year.items()
                        for h in range(tau, tau + term(o)) if h > last)
     v.check("costs", close(plan["npv_usd"], npv), f"NPV ${plan['npv_usd']:,.2f}; the years' cash and resale "
