@@ -323,3 +323,19 @@ def test_why_not_table_and_reason_show_the_same_dollars(plan_cli):
     for ln in rows:
         column = re.match(r"^\| \S+ \| costlier \| ([\d,]+) \|", ln).group(1)
         assert f"(+${column}" in ln, ln
+
+
+def test_a_plan_that_buys_says_what_renting_instead_would_cost(plan_cli):
+    # the finance review: the next-best fleet drops the plan's system type (+$1.75M a year on 108
+    # single-GPU rentals for rent-vs-buy.yaml), hiding the rent-or-buy answer: the same node rented
+    res = plan_cli(SCENARIOS / "rent-vs-buy.yaml", "--format", "json", "--quiet")
+    plan = json.loads(res.out)
+    assert plan["fleet"][0]["acquisition"] == "buy"
+    other = plan["next_best_acquisition"]
+    assert other["excluded_acquisition"] == "buy" and other["excluded_systems"] == []
+    assert all(f["acquisition"] != "buy" for f in other["fleet"])
+    assert 0 < other["cost_delta_usd_per_year"] < plan["next_best"]["cost_delta_usd_per_year"]
+    assert other["cost_usd_per_year"] == pytest.approx(plan["total_cost_usd_per_year"] + other["cost_delta_usd_per_year"], abs=0.01)
+    assert other["message"].startswith("cheapest fleet without buying: ")
+    text = plan_cli(SCENARIOS / "rent-vs-buy.yaml", "--quiet").out
+    assert "Other acquisition: cheapest fleet without buying: " in " ".join(text.split())

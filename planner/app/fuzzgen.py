@@ -260,7 +260,7 @@ EXPLANATION_FAULT = -2
 
 def explanation_faults(plan: dict) -> list[str]:
     """What a plan's explanations claim against its own numbers. Every re-planned restriction (the
-    next-best fleet without the plan's main system, a forced accelerator, a raised target) is a plan
+    next-best fleet without the plan's main system or its acquisition mode, a forced accelerator, a raised target) is a plan
     of the scenario, so it costs at least the plan's proven lower bound, cost x (1 - gap), unless it
     says it serves fewer users (max-coverage: unserved_jobs); a lifted cap said to bind must save
     money, a raised target said to bind must cost some. Checked for one-year plans that serve every
@@ -271,9 +271,10 @@ def explanation_faults(plan: dict) -> list[str]:
     base = plan["total_cost_usd_per_year"]
     floor = base * (1 - plan["solver"]["gap"]) - max(1.0, 1e-6 * base)
     out = []
-    nb = plan.get("next_best") or {}  # (one that serves fewer users says so: unserved_jobs)
-    if nb.get("cost_usd_per_year") is not None and nb["cost_usd_per_year"] < floor and not nb.get("unserved_jobs"):
-        out.append(f"next-best fleet ${nb['cost_usd_per_year']:,.0f}/yr below the plan's bound ${floor:,.0f}")
+    for key, what in (("next_best", "next-best fleet"), ("next_best_acquisition", "other acquisition's fleet")):
+        nb = plan.get(key) or {}  # (one that serves fewer users says so: unserved_jobs)
+        if nb.get("cost_usd_per_year") is not None and nb["cost_usd_per_year"] < floor and not nb.get("unserved_jobs"):
+            out.append(f"{what} ${nb['cost_usd_per_year']:,.0f}/yr below the plan's bound ${floor:,.0f}")
     for a in plan.get("alternatives") or []:
         if a.get("basis") == "milp" and a.get("cost_delta_usd_per_year") is not None \
                 and base + a["cost_delta_usd_per_year"] < floor and not a.get("unserved_jobs"):

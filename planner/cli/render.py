@@ -169,6 +169,9 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
     if plan.get("next_best"):
         lines += (["## Next-best fleet", "", plan["next_best"]["message"], ""] if markdown
                   else [f"Next best: {plan['next_best']['message']}", ""])
+    if plan.get("next_best_acquisition"):
+        said = plan["next_best_acquisition"]["message"]
+        lines += ([said[0].upper() + said[1:], ""] if markdown else [f"Other acquisition: {said}", ""])
     return lines
 
 

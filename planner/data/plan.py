@@ -169,6 +169,10 @@ class Plan(BaseModel):
                                              "explained plans)")
     alternatives: list[Alternative] = absent("why not each unused catalog accelerator (single-period, "
                                              "explained plans)")
+    next_best_acquisition: NextBest = absent(
+        "the cheapest fleet without the acquisition mode of the plan's costliest row (buying, renting on demand, "
+        "a reservation): the rent-or-buy answer beside the plan; only with --explain full, where the policy allows "
+        "another mode and that row is not a system already owned")
     next_best: NextBest | None = absent("the next-best distinct fleet; null when not evaluated "
                                            "(single-period, explained plans)")
 

@@ -271,6 +271,7 @@ class NextBest(Part):
     cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan; null when "
                                                                  "there is none")
     excluded_systems: list[str] = Field(description="catalog system ids left out")
+    excluded_acquisition: str = absent("the acquisition mode left out (next_best_acquisition only)")
     unserved_jobs: dict[str, float] = absent(UNSERVED_JOBS)
     message: str = Field(description="the next-best fleet in words")
 

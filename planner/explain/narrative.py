@@ -219,6 +219,8 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     limits = whynot_limits.limits_of(s, cat, fm, whynot.without_plan(bounds, outcomes), limit)
     plan["alternatives"] = whynot.alternatives(plan, s, cat, fm, outcomes, bounds, limits, objective)
     plan["next_best"] = whynot.next_best(plan, outcomes)
+    if (other := whynot.next_mode(plan, outcomes)) is not None:
+        plan["next_best_acquisition"] = other
     plan["summary"] = runit.summary(plan, s)
 
 
@@ -310,4 +312,6 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     limits = whynot_limits.limits_of(s, cat, ym, whynot.without_plan(bounds, outcomes), limit)
     plan["alternatives"] = whynot.alternatives(plan, s, cat, ym, outcomes, bounds, limits, objective)
     plan["next_best"] = whynot.next_best(plan, outcomes)
+    if (other := whynot.next_mode(plan, outcomes)) is not None:
+        plan["next_best_acquisition"] = other
     plan["summary"] = runit.summary(plan, s)

@@ -26,6 +26,7 @@ import math
 import pulp
 
 from planner.data import deadline
+from planner.data.catalog import is_held
 from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
 from planner.explain import batch
@@ -157,6 +158,9 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
         out.append(Variant(("next",), options=dataclasses.replace(fm.options, api={})))
     elif plan["fleet"]:
         out.append(Variant(("next",), options=without_systems(fm.options, {plan["fleet"][0]["system"]})))
+    mode = leading_mode(plan, s, fm.options)
+    if mode:
+        out.append(Variant(("mode", mode), options=without_acquisition(fm.options, mode)))
     if s.site.power_cap_kw is not None:
         out.append(Variant(("cap", "power"), s.model_copy(update={"site": s.site.model_copy(
             update={"power_cap_kw": None})}), lifted=True))
@@ -306,28 +310,64 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
     return rows
 
 
+MODE_WORDS = {"buy": "buying", "on-demand": "renting on demand", "spot": "spot rentals",
+              "reserved-1y": "1-year reservations", "reserved-3y": "3-year reservations"}
+"""an acquisition mode as the fleet without it is named ("the cheapest fleet without buying")"""
+
+
+def leading_mode(plan: dict, s, opts) -> str | None:
+    """The acquisition mode of the plan's costliest fleet row, where the policy allows another and
+    that row is not a system already owned (nor a hosted API: the next best hosts it itself)."""
+    if not plan["fleet"]:
+        return None
+    top = plan["fleet"][0]
+    o = opts.offers.get(top["offer"])
+    if top["acquisition"] not in MODE_WORDS or o is None or is_held(o) or len(set(s.policy.acquisition)) < 2:
+        return None
+    return top["acquisition"]
+
+
+def without_acquisition(opts, mode: str):
+    """Options whose demands may use no offer acquired as `mode` (the rest as they are)."""
+    eligible = {dk: [oid for oid in lst if opts.offers[oid].acquisition != mode] for dk, lst in opts.eligible.items()}
+    return dataclasses.replace(opts, eligible=eligible, by_system={})
+
+
 def next_best(plan: dict, outcomes: dict) -> dict | None:
+    """The cheapest fleet without the plan's costliest system type (its hosted API)."""
     got = outcomes.get(("next",))
     if got is None:
         return None
     systems = [plan["fleet"][0]["system"]]
     if plan["fleet"][0]["acquisition"] == "api":
         systems = [f"{plan['fleet'][0]['provider']}'s hosted API"]
+    return _next(plan, got, ", ".join(systems), {"excluded_systems": systems}, "next-best fleet")
+
+
+def next_mode(plan: dict, outcomes: dict) -> dict | None:
+    """The cheapest fleet without the plan's leading acquisition mode (leading_mode): the rent-or-buy
+    answer beside the plan, which next_best (another system type) does not give."""
+    key = next((k for k in outcomes if k[0] == "mode"), None)
+    if key is None:
+        return None
+    return _next(plan, outcomes[key], MODE_WORDS[key[1]], {"excluded_systems": [], "excluded_acquisition": key[1]},
+                 "cheapest fleet")
+
+
+def _next(plan: dict, got: dict, without: str, keys: dict, what: str) -> dict:
     if got["status"] == "skipped" or (got["status"] not in ("optimal", "feasible", "infeasible") and got.get("cut_short")):
         ran = "first" if got["status"] == "skipped" else "before its re-plan found a fleet"
-        return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
-                "excluded_systems": systems,
-                "message": f"the next-best fleet without {', '.join(systems)} was not re-planned: the "
+        return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None, **keys,
+                "message": f"the {what} without {without} was not re-planned: the "
                            f"explanations' time ran out {ran}"}
     if got["status"] not in ("optimal", "feasible"):
-        return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None,
-                "excluded_systems": systems,
-                "message": f"no other fleet meets the scenario without {', '.join(systems)} ({got['status']})"}
+        return {"fleet": None, "cost_usd_per_year": None, "cost_delta_usd_per_year": None, **keys,
+                "message": f"no other fleet meets the scenario without {without} ({got['status']})"}
     delta = got["cost"] - plan["total_cost_usd_per_year"]
     lost = coverage_lost(plan, got)
     return {"fleet": got["fleet"], "cost_usd_per_year": got["cost"], "cost_delta_usd_per_year": round(delta, 2),
-            "excluded_systems": systems, **({"unserved_jobs": lost} if lost else {}),
-            "message": f"next-best fleet without {', '.join(systems)}: {fleet_text(got['fleet'])}, "
+            **keys, **({"unserved_jobs": lost} if lost else {}),
+            "message": f"{what} without {without}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
                        f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
