@@ -8,14 +8,15 @@ import math
 from collections import defaultdict
 
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
-from planner.data.jobs import demands_of_job, hours_per_year
+from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
 from planner.data.years import budget_key
 from planner.milp import complexity, pooling, trim
 from planner.milp.crossdisagg import half_row
 from planner.milp.model import PAID_AHEAD
 from planner.milp import fleet as model
-from planner.milp.readout_api import api_fleet, api_rows, api_usage
+from planner.milp.readout_api import api_fleet, api_rows
+from planner.milp.readout_use import held_systems, site_hours, usage_of
 from planner.milp.solve import SolveResult
 from planner.options.api import job_tokens
 from planner.physics import costs
@@ -150,58 +151,6 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
                     "power_kw": r2(system.power_kw * held[oid]),
                     "price_source": o.source, "price_as_of": o.as_of.isoformat()})
     return sorted(out + api_fleet(fm, res.values), key=lambda f: (-f["cost_usd_per_year"], f["offer"]))
-
-
-def held_systems(fm, res, t: int) -> dict[str, int]:
-    """Systems (or edge units) of each offer in use in year t: owned, rented by the hour for a
-    demand or a pool, rented for batch runs (the systems one run needs), edge units held."""
-    held: dict[str, int] = defaultdict(int)
-    for (oid, tt), vs in fm.held_terms.items():
-        if tt == t:
-            held[oid] += sum(_int(res, v) for v in vs)
-    for (dk, oid, tt), v in fm.r.items():
-        if tt == t:
-            held[oid] += _int(res, v)
-    for (oid, _, tt), v in fm.rp.items():
-        if tt == t:
-            held[oid] += _int(res, v)
-    for (dk, i, oid, tt), v in fm.x.items():
-        if tt == t and (oid, t) not in fm.held_terms and _val(res, v) > 1e-6:
-            per = fm.system_of(oid).accelerators
-            held[oid] = max(held[oid], max(1, -(-fm.options.batch[dk][i].accelerators // per)))
-    for (dk, i, oid, tau), v in fm.e.items():
-        if fm.active(oid, tau, t):
-            held[oid] += _int(res, v)
-    return held
-
-
-def site_hours(fm, use: dict[str, float]) -> float:
-    """Accelerator-hours of one offer's usage at the site: its edge demands' units left out."""
-    return sum(h for dk, h in use.items() if getattr(fm.options.demands.get(dk), "kind", None) != "edge")
-
-
-def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
-    """offer -> demand -> accelerator-hours used in year t (edge: its units all year; API: its cost)."""
-    use: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for aid, by in api_usage(fm, res.values, t).items():
-        use[aid].update(by)
-    for oid, by in pooling.pooled_usage(fm, res.values, t).items():
-        for dk, hours in by.items():
-            use[oid][dk] += hours
-    for (dk, i, oid, tt), v in fm.y.items():
-        d = fm.options.demands[dk]
-        if tt != t or d.pool:
-            continue  # a pooled demand is counted above: its share of the pool's replica-hours
-        use[oid][dk] += _val(res, v) * fm.options.serve[dk][i].accelerator_slots * hours_per_year(d)
-    for (dk, i, oid, tt), v in fm.x.items():
-        if tt == t:
-            opt = fm.options.batch[dk][i]
-            hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
-            use[oid][dk] += _val(res, v) * opt.accelerators * hours * fm.demand_at(dk, t)
-    for (dk, i, oid, tau), v in fm.e.items():
-        if fm.active(oid, tau, t):  # a deployed unit is its job's all year (single-accelerator devices)
-            use[oid][dk] += _val(res, v) * fm.system_of(oid).accelerators * HOURS
-    return use
 
 
 def _job_share(fm, res, oid, dk, usage, offer_cost) -> float:

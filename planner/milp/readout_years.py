@@ -28,14 +28,12 @@ from planner.milp.readout import (
     _unit_cost,
     _val,
     cost_by_offer,
-    held_systems,
     placements_of,
     r2,
-    site_hours,
     trimmed,
-    usage_of,
 )
 from planner.milp.readout_api import api_fleet, api_rows
+from planner.milp.readout_use import held_systems, site_hours, usage_of
 from planner.milp.solve import SolveResult
 from planner.physics import costs
 

@@ -54,7 +54,9 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
                 f"fleet '{oid}': {n_all} systems reported as {f['accelerators']} accelerators")
         n = n_all - ledger.edge_units.get(oid, 0)  # systems hosting serving and batch
         cap = o.max_systems if o.max_systems is not None else (s.policy.max_systems_per_offer if owned(o) else None)
-        v.check("availability", cap is None or n <= cap, f"'{oid}': {n} systems, at most {cap} available")
+        # (the model caps a rented offer's serving systems and each batch run's apart, rows.availability)
+        most = n if owned(o) else max(n - run_systems(ledger, oid, per), run_systems(ledger, oid, per))
+        v.check("availability", cap is None or most <= cap, f"'{oid}': {most} systems, at most {cap} available")
         spare = 1 if s.policy.redundancy == "n+1" else 0  # N+1: one idle system in each serving pool
         if owned(o):
             pool = n - (spare if ledger.serve_slots[oid] else 0)
@@ -68,11 +70,12 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
                     f"'{oid}': {ledger.slot_hours[oid]:,.0f} accelerator-hours a year on {n * per} accelerators")
         else:
             rented = sum(math.ceil(a / per - TIGHT) + spare for a in ledger.rent_slots[oid].values() if a)
-            batch = max([math.ceil(a / per) for a in ledger.batch_fit.get(oid, [])] or [0])
-            v.check("capacity", rented <= n and batch <= n,
-                    f"'{oid}': placements need {max(rented, batch)} systems, {n} rented")
-            v.check("costs", n <= max(rented, batch),
-                    f"'{oid}': {n} systems rented where the placements need {max(rented, batch)} (an idle "
+            batch = run_systems(ledger, oid, per)
+            v.check("capacity", rented + batch <= n,
+                    f"'{oid}': placements need {rented + batch} systems at their peak ({rented} for serving all "
+                    f"the hours it runs, {batch} for the largest batch run), {n} rented")
+            v.check("costs", n <= rented + batch,
+                    f"'{oid}': {n} systems rented where the placements need {rented + batch} (an idle "
                     "rented system is never part of a cheapest plan)")
         if o.acquisition == "buy" and n > 0:
             site_kw += system.power_kw * n
@@ -98,6 +101,12 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
                 f"purchases ${capex:,.0f}, capex cap ${s.budget.capex_usd_per_year:,.0f}")
 
 
+def run_systems(ledger: Ledger, oid: str, per: int) -> int:
+    """Systems of a rented offer the largest batch run on it needs, rented by the hour beside its
+    serving rentals (readout.held_systems counts both)."""
+    return max([math.ceil(a / per) for a in ledger.batch_fit.get(oid, [])] or [0])
+
+
 def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[float, bool]:
     """Yearly cost of an offer from its systems and the use placements make of it; `exact` is False
     where the plan may legitimately hold more rented systems than the minimum (then it is a floor)."""
@@ -113,7 +122,7 @@ def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[
         r = math.ceil(acc / per - TIGHT)
         systems += r
         usd += o.price_usd_per_hour * ledger.rent_hours[oid][key] * r
-    return usd, systems == n
+    return usd, systems + run_systems(ledger, oid, per) == n
 
 
 def cash_first_year(plan: dict, s: Scenario, cat) -> float:
