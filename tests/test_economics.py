@@ -602,3 +602,20 @@ def test_a_reservation_paid_up_front_is_paid_when_its_term_starts(tmp_path):
     assert [y["cost_usd"] for y in years["years"]] == pytest.approx([term, 0.0, 0.0], abs=1.0)
     assert years["npv_usd"] == pytest.approx(term, abs=1.0) and not years["committed_after_horizon_usd"]
     assert [y["annuitised_cost_usd"] for y in years["years"]] == pytest.approx([term * annuity(0.08, 3)] * 3, abs=1.0)
+
+
+def test_a_rented_offer_counts_its_serving_systems_and_its_runs_apart(tmp_path):
+    # the finance review: one b200-x1 billed 8,824 h in a year (8,760 h serving + 64 h of runs) was
+    # reported as 1 system; at a run's peak the offer holds the serving system and the run's
+    policy = {"acquisition": ["on-demand"], "accelerators": ["h100-sxm"], "providers": ["lambda"], "redundancy": "none"}
+    chat = {**SMALL_CHAT, "concurrent_users": 20}
+    tune = {"name": "tune", "stage": "finetune", "model": "llama-3.1-8b", "method": "lora", "dataset_tokens": 1e8,
+            "runs_per_year": 12, "max_hours_per_run": 48}
+    _, plan = _plan(tmp_path, _doc("rb", {"ownership": "cloud"}, policy, [chat, tune]))
+    (row,) = plan["fleet"]
+    serve = next(j for j in plan["jobs"] if j["name"] == "chat")["placements"]
+    runs = next(j for j in plan["jobs"] if j["name"] == "tune")["placements"]
+    assert len(serve) == len(runs) == 1 and serve[0]["offer"] == runs[0]["offer"] == row["offer"]
+    assert row["systems"] == serve[0]["replicas"] + runs[0]["replicas"] == 2
+    hours = 8760 + 12 * runs[0]["hours_per_run"]
+    assert row["cost_usd_per_year"] == pytest.approx(CAT.offers[row["offer"]].price_usd_per_hour * hours, rel=1e-3)
