@@ -619,3 +619,17 @@ def test_a_rented_offer_counts_its_serving_systems_and_its_runs_apart(tmp_path):
     assert row["systems"] == serve[0]["replicas"] + runs[0]["replicas"] == 2
     hours = 8760 + 12 * runs[0]["hours_per_run"]
     assert row["cost_usd_per_year"] == pytest.approx(CAT.offers[row["offer"]].price_usd_per_hour * hours, rel=1e-3)
+
+
+def test_a_served_job_says_its_cost_per_million_tokens_in_and_out_together():
+    # the finance review: a job on an API listed at $0.40/$0.40 showed $1.200 per million output tokens
+    # (the whole cost over the output alone); the blended figure is what the price sheet compares with
+    _, plan = shipped_plan("internal-tool.yaml", False)  # all on DeepInfra's Llama 3.3 70B: $0.10 in, $0.32 out
+    (job,) = plan["jobs"]
+    assert [a["share"] for a in job["api"]] == [1.0]
+    o = CAT.api_offers[job["api"][0]["offer"]]
+    uc = job["unit_cost"]
+    inp, out = uc["input_tokens_per_year"], uc["output_tokens_per_year"]
+    blended = (o.usd_per_m_input_tokens * inp + o.usd_per_m_output_tokens * out) / (inp + out)
+    assert uc["usd_per_million_tokens_blended"] == pytest.approx(blended, abs=1e-4)  # 1,024 in, 512 out: $0.1733
+    assert uc["usd_per_million_tokens_blended"] < o.usd_per_m_output_tokens < uc["usd_per_million_output_tokens"]

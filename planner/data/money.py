@@ -33,6 +33,9 @@ def unit_cost_text(uc: dict, headline_only: bool = False) -> str:
                      "cost; not to be added)")
     elif uc.get("usd_per_million_tokens") is not None:
         parts.append(f"{usd(uc['usd_per_million_tokens'], 3)} per million output tokens")
+    if uc.get("usd_per_million_tokens_blended") is not None and not headline_only:
+        parts.append(f"{usd(uc['usd_per_million_tokens_blended'], 3)} per million tokens in and out together "
+                     "(as an API's blended price)")
     if uc.get("usd_per_user_per_year") is not None:
         parts.append(f"{usd(uc['usd_per_user_per_year'])} per concurrent user-year")
     if uc.get("usd_per_run") is not None:

@@ -175,6 +175,9 @@ class UnitCost(Part):
                                                   "hours x active_fraction, not the capacity held)")
     usd_per_million_input_tokens: float = absent("serve: the job's whole cost per million input (prompt) tokens served")
     usd_per_request: float = absent("serve: the job's whole cost per request served")
+    usd_per_million_tokens_blended: float = absent(
+        "serve: the job's whole cost per million tokens in and out together, at its own input:output mix: the "
+        "figure an API's blended price compares with (its input and output prices weighted by the same mix)")
     headline: Literal["output", "input"] = absent(
         "serve: the unit that fits the job: input for prefill-heavy jobs (input_tokens >= 4 x output_tokens), "
         "else output")

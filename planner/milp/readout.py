@@ -312,6 +312,7 @@ def _unit_cost(job, cost, placements, fm, res, keys, api=(), year: int = 1) -> d
         per_out = r2(cost / out * 1e6, 4)
         return {"usd_per_million_tokens": per_out, "usd_per_million_output_tokens": per_out,
                 "usd_per_million_input_tokens": r2(cost / inp * 1e6, 4), "usd_per_request": r2(cost / req, 6),
+                "usd_per_million_tokens_blended": r2(cost / (inp + out) * 1e6, 4),
                 "headline": "input" if job.input_tokens >= PREFILL_HEAVY * job.output_tokens else "output",
                 "output_tokens_per_year": r2(out, 0), "input_tokens_per_year": r2(inp, 0),
                 "requests_per_year": r2(req, 0), "usd_per_user_per_year": r2(cost / max(served, 1))}

@@ -157,6 +157,8 @@ def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -
         same("usd_per_million_output_tokens", cost / tokens * 1e6, 4)
         same("usd_per_million_input_tokens", cost / (requests * job.input_tokens) * 1e6, 4)
         same("usd_per_request", cost / requests, 6)
+        if "usd_per_million_tokens_blended" in unit:
+            same("usd_per_million_tokens_blended", cost / (requests * job.input_tokens + tokens) * 1e6, 4)
         v.check("costs", unit.get("headline") == ("input" if job.input_tokens >= 4 * job.output_tokens else "output"),
                 f"{name}: headline unit '{unit.get('headline')}' for {job.input_tokens} input and "
                 f"{job.output_tokens} output tokens per request")
