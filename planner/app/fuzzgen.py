@@ -166,6 +166,8 @@ def valid_scenario(rng: random.Random) -> dict:
         budget["opex_usd_per_year"] = float(f"{_log_uniform(rng, 1e4, 1e8):.3g}")
     if budget and rng.random() < 0.3:
         budget["mode"] = "max-coverage"
+    if "usd_per_year" in budget and rng.random() < 0.5:  # (drawn last: the cases before it are as they were)
+        budget["basis"] = rng.choice(["annualised", "cash"])
     if budget:
         s["budget"] = budget
     return s
