@@ -294,3 +294,25 @@ site: {kind: office, power_cap_kw: 1070.0, power_usd_per_kwh: 0.202}
 """)
     res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
     assert res.code == 0, res.err
+
+
+def test_cbc_does_not_prove_a_dearer_plan_optimal_on_an_rl_job_beside_an_edge_device(plan_cli, tmp_path):
+    """fuzz seed 8181 case 230: with DINS among CBC's options, the cbcbox build proved buying Gaudi
+    nodes at $258,944/yr "optimal" while one reserved B200 node at CoreWeave ($243,310/yr) was a
+    plan of the same model (its next-best fleet found it; HiGHS and PuLP's CBC 2.10 find it first)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: fuzz-521015
+jobs:
+- {name: rl-0, stage: rl, model: mistral-7b, method: lora, rollout_tokens_per_s: 11500.0,
+   rollout_context_tokens: 292, min_tokens_per_s_per_rollout: 5, train_tokens_per_day: 8590000000.0,
+   hours_per_day: 24}
+- {name: edge-1, stage: edge, model: mistral-small-24b, devices: 1, device: any, precision: int4,
+   context_tokens: 184, min_tokens_per_s: 10}
+solver: {time_limit_s: 5}
+site: {kind: office}
+""")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    assert plan["status"] == "optimal"
+    assert abs(plan["total_cost_usd_per_year"] - 243_309.68) <= 1.0
