@@ -633,3 +633,28 @@ def test_a_served_job_says_its_cost_per_million_tokens_in_and_out_together():
     blended = (o.usd_per_m_input_tokens * inp + o.usd_per_m_output_tokens * out) / (inp + out)
     assert uc["usd_per_million_tokens_blended"] == pytest.approx(blended, abs=1e-4)  # 1,024 in, 512 out: $0.1733
     assert uc["usd_per_million_tokens_blended"] < o.usd_per_m_output_tokens < uc["usd_per_million_output_tokens"]
+
+
+def test_systems_kept_past_the_horizon_are_valued_at_the_market_price_not_a_sale(tmp_path):
+    # the finance review (J3): a forced sale at the horizon loses the broker's discount (0.61), so a
+    # purchase late in the horizon looked dear; policy.end_of_horizon: keep values what is kept at
+    # the used market's price (0.72^age); a system retired at the end of its life is still sold
+    bank = yaml.safe_load((SCENARIOS / "bank.yaml").read_text())
+    bank["policy"]["end_of_horizon"] = "keep"
+    _, kept = _plan(tmp_path, {**bank, "name": "bank-keep"})
+    (row,) = kept["fleet"]
+    assert kept["end_of_horizon"] == "keep" and row["systems"] == 2
+    assert row["residual_value_usd"] == pytest.approx(2 * 143_000 * 0.72 ** 3, abs=1.0)  # $106,749
+    # (143,000 - 0.72^3 x 143,000 / 1.08^3) x annuity(8%, 3) a system: $78,095 for two, against $90,919 sold
+    assert kept["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(78_095.34, abs=1.0)
+    from planner.cli.render import money_notes
+    assert any(x.startswith("Value kept: 2x h200-nvl-x4 kept when the 3-year horizon ends, valued at $106,749")
+               for x in money_notes(kept))
+    job = {**SMALL_CHAT, "concurrent_users": 300, "growth_per_year": 0.01}
+    policy = {"acquisition": ["buy"], "providers": ["secondary-market"], "accelerators": ["h100-sxm"],
+              "redundancy": "none", "end_of_horizon": "keep"}
+    _, years = _plan(tmp_path, _doc("retire-keep", {"kind": "datacenter"}, policy, [job], horizon_years=6))
+    bought = {y["year"]: sum(p["systems"] for p in y["purchases"]) for y in years["years"]}
+    resale = {y["year"]: y["resale_usd"] for y in years["years"]}
+    assert resale[4] == pytest.approx(bought[1] * 164_000 * 0.61 * 0.72 ** 4, abs=1.0)  # retired: sold
+    assert resale[6] == pytest.approx(bought[5] * 164_000 * 0.72 ** 2, abs=1.0)  # kept: the market's price

@@ -64,6 +64,11 @@ def money_notes(plan: dict) -> list[str]:
     for at, group in sorted(_by_sale_age(sold, horizon).items()):
         back, paid = sum(f["residual_value_usd"] for f in group), sum(f["purchase_usd"] or 0 for f in group)
         items = ", ".join(f"{f['systems']}x {f['system']}" for f in group)
+        if at >= horizon and plan.get("end_of_horizon") == "keep":
+            out.append(f"Value kept: {items} kept when the {horizon:g}-year horizon ends, valued at {usd(back)} "
+                       f"({back / paid:.0%} of the {usd(paid)} paid: the used market's price, no sale's discount; "
+                       "policy.end_of_horizon keep); the yearly cost nets it off")
+            continue
         when = (f"when the {horizon:g}-year horizon ends" if at >= horizon else
                 f"at the end of their {at:g}-year useful life, within the {horizon:g}-year horizon, and replaced")
         out.append(f"Resale assumed: {items} sold {when}, for {usd(back)} "

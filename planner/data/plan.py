@@ -131,6 +131,9 @@ class Plan(BaseModel):
     cash_first_year_usd: float = absent(
         "USD the first year pays: the purchases in full, reservation invoices and running costs (single-period "
         "plans; multi-year plans give each year's cost_usd)")
+    end_of_horizon: Literal["keep"] = absent(
+        "keep where policy.end_of_horizon keeps the bought systems when the horizon ends: residual_value_usd "
+        "(salvage_usd) is then the used market's price, no sale's discount; absent where they are sold")
     budget_basis: Literal["annualised", "cash"] = absent(
         "what budget.usd_per_year caps in this plan: annualised (total_cost_usd_per_year; multi-year "
         "years[].annuitised_cost_usd) or cash (cash_first_year_usd; multi-year years[].cost_usd): budget.basis, "

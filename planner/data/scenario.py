@@ -83,6 +83,11 @@ class Policy(Strict):
     discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases (0, or at least "
                                                                "1e-6: a smaller rate is 0 in the arithmetic)")
     max_systems_per_offer: int = Field(512, ge=1, le=1_000_000, description="upper bound per offer when none is listed")
+    end_of_horizon: Literal["sell", "keep"] = Field("sell", description=(
+        "bought systems still within their useful life when the horizon ends: sell (the default: credited with "
+        "what a broker sale realises, 0.61 x the used market's price) or keep (the service goes on: credited "
+        "with the used market's price itself, 0.72^age of the purchase, no sale's discount); a system "
+        "retired at the end of its life is sold either way"))
     pool_jobs: bool = Field(True, description="serve jobs (and request_mix buckets) of one model, precision, KV "
                             "precision, engine, hours/day and latency_critical share replicas and rented systems, "
                             "split by load; false: whole replicas per job")
@@ -314,6 +319,11 @@ class Scenario(Strict):
                 raise ValueError(f"two jobs are named '{job.name}'; job names must be unique")
             seen.add(job.name)
         return self
+
+    @property
+    def kept(self) -> bool:
+        """Bought systems are kept, not sold, when the horizon ends (policy.end_of_horizon)."""
+        return self.policy.end_of_horizon == "keep"
 
     @property
     def multi_year(self) -> bool:

@@ -93,15 +93,25 @@ BASIS_SHORT = {"annualised": "annualised cost", "cash": "cash (purchases in full
 view (a multi-year plan's cash, a one-period plan's yearly cost)"""
 
 
-def _budget_relaxation(s, fm, family: str, t: int, amount: float) -> dict:
+def _tightest(s, fm, res, family: str, t: int) -> int:
+    """The year a budget's slack is for: its own (t), or, for the one slack every year of a shared
+    cap has (t = 0, rows._elastic), the year that spends the most against it."""
+    if t or not fm.npv:
+        return t or fm.first
+    spent = (lambda y: fm.year_cost(y, budget_basis(s))) if family == "usd" else (lambda y: fm.spend(y, family))
+    return max(fm.years, key=lambda y: (res.value_of(spent(y)) - year_caps(s, y)[family][0], -y))
+
+
+def _budget_relaxation(s, fm, family: str, t: int, amount: float, tight: int) -> dict:
     cap, where = year_caps(s, t)[family]
     new = float(math.ceil(cap + amount - 1e-6))
     basis = budget_basis(s)
     if fm.npv:
         words = BASIS_SHORT["annualised"] if family == "usd" and basis == "annualised" else FAMILY_WORDS[family]
-        return {"family": "budget", "year": t, "constraint": where, "shortfall": r2(amount), "unit": "USD",
+        when = f"year {t}: " if t else ""  # (year 0: one cap every year shares; its tightest year named)
+        return {"family": "budget", "year": tight, "constraint": where, "shortfall": r2(amount), "unit": "USD",
                 "current": cap, "suggested": new,
-                "message": f"year {t}: {words} budget short by ${amount:,.0f} (raise {where} from "
+                "message": f"{when}{words} budget short by ${amount:,.0f}{'' if t else f' in year {tight}, its tightest'} (raise {where} from "
                            f"${cap:,.0f} to ${new:,.0f}, or set budget.mode: max-coverage to serve what the "
                            "budget allows)"}
     short = (f"budget short by ${amount:,.0f} of the first year's {BASIS_SHORT['cash']}"
@@ -133,7 +143,7 @@ def _api_limits(fm, cat, dk: str, t: int, res) -> str:
 def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
     """Solve the elastic model (one year or the horizon); each non-zero slack is one relaxation
     with its size, rounded up so that re-planning with the suggested value finds a plan."""
-    fm = model.build(s, cat, opts, elastic=True)
+    fm = model.build(s, cat, opts, elastic="shared")
     res = solve(fm, time_limit_s=time_limit_s, gap=min(s.solver.gap, DIAGNOSIS_GAP))
     if not res.ok:
         raise SolverError(_unsolved(res))
@@ -143,11 +153,11 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
         if amount <= 1e-6:
             continue
         if family != "power":
-            relax.append(_budget_relaxation(s, fm, family, t, amount))
+            relax.append(_budget_relaxation(s, fm, family, t, amount, _tightest(s, fm, res, family, t)))
             continue
         cap = s.site.power_cap_kw
         new = math.ceil((cap + amount) * 100 - 1e-6) / 100
-        when, year = (f"year {t}: ", {"year": t}) if fm.npv else ("", {})
+        when, year = (f"year {t}: ", {"year": t}) if fm.npv and t else ("", {})
         now = f"{cap:,.1f}" if cap >= 0.1 else f"{cap:g}"  # (0.01 kW is not "0.0")
         relax.append({"family": "power", **year, "constraint": "site.power_cap_kw", "shortfall": round(amount, 3),
                       "unit": "kW", "current": cap, "suggested": new,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from planner.data import deadline
 from planner.data.errors import SolverError
+from planner.data.years import budget_basis
 from planner.explain import batch
 from planner.milp import fleet as model
 from planner.milp import prune, screening
@@ -95,7 +96,7 @@ def outcome(fm: FleetModel, res: SolveResult) -> dict:
     unserved = sum((u.get("users") or 0.0) for j in plan["jobs"] for u in j["unserved"].values())
     short = unserved_shares(plan)
     return {"status": res.status, "cost": plan["total_cost_usd_per_year"], "fleet": plan["fleet"],
-            "power_kw": site_power_kw(plan), "spend": budget_spend(plan),
+            "power_kw": site_power_kw(plan), "spend": budget_spend(plan, budget_basis(fm.scenario)),
             "unserved_users": unserved, "unserved_jobs": short, "cut_short": res.cut_short, **bound}
 
 
@@ -105,14 +106,13 @@ BUDGETS = {"usd_per_year": ("cost_usd", "budget_usd"), "capex_usd_per_year": ("c
 (plan["years"]: budget.years may set a year's own)"""
 
 
-def budget_spend(plan: dict) -> dict[str, tuple[float, int | None, float | None]]:
+def budget_spend(plan: dict, basis: str) -> dict[str, tuple[float, int | None, float | None]]:
     """What each budget cap is measured against in a plan: budget name -> (the amount, the year,
     that year's cap; None, None for a one-year plan). One year: the yearly cost (usd_per_year, in
-    the objective's view, or the first year's cash where the plan's budget_basis is cash), the
+    the objective's view, or the first year's cash where `basis` is cash: years.budget_basis), the
     purchase prices paid (capex), the running costs (opex). Years: the year with the least headroom
     under its own cap (rows.define_budget_constraints caps each year's cash, or annualised cost where
     the budget_basis says so; a year without a cap is left out), else the highest."""
-    basis = plan.get("budget_basis")
     if plan.get("years"):
         out = {}
         for name, (key, cap) in BUDGETS.items():

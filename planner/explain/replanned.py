@@ -5,6 +5,7 @@ redundancy), each binding with the saving a plan without it finds, not binding (
 from __future__ import annotations
 
 from planner.data.money import signed_usd as usd
+from planner.data.years import budget_basis
 from planner.explain import replan, whynot
 
 
@@ -94,7 +95,7 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
                                  f"serves {unserved - got['unserved_users']:,.0f} of them ({usd(price)} per user-year)",
                                  "re-planned"))
                 continue
-        use, year, year_cap = replan.budget_spend(plan)[name]
+        use, year, year_cap = replan.budget_spend(plan, budget_basis(s))[name]
         state = _cap_state(got, base, tol)
         if state == "binds":
             free_use, free_year, free_cap = got["spend"][name]

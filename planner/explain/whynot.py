@@ -316,15 +316,18 @@ MODE_WORDS = {"buy": "buying", "on-demand": "renting on demand", "spot": "spot r
 
 
 def leading_mode(plan: dict, s, opts) -> str | None:
-    """The acquisition mode of the plan's costliest fleet row, where the policy allows another and
-    that row is not a system already owned (nor a hosted API: the next best hosts it itself)."""
+    """The acquisition mode of the plan's costliest fleet row, where some job may use an offer of
+    another mode and that row is not a system already owned (nor a hosted API: the next best hosts
+    it itself)."""
     if not plan["fleet"]:
         return None
     top = plan["fleet"][0]
     o = opts.offers.get(top["offer"])
-    if top["acquisition"] not in MODE_WORDS or o is None or is_held(o) or len(set(s.policy.acquisition)) < 2:
+    if top["acquisition"] not in MODE_WORDS or o is None or is_held(o):
         return None
-    return top["acquisition"]
+    other = any(opts.offers[oid].acquisition not in (top["acquisition"], "api")
+                for lst in opts.eligible.values() for oid in lst)
+    return top["acquisition"] if other else None  # (no other mode any job may use: nothing to re-plan)
 
 
 def without_acquisition(opts, mode: str):

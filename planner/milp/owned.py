@@ -39,7 +39,8 @@ def resale_value(m, oid: str, bought: int, sold: int) -> float:
     """Value of one system bought at the start of year `bought`, sold at the start of year `sold`
     (costs.exit_share)."""
     o, tr = m.offer(oid), m.trend(oid)
-    share = costs.exit_share(sold - bought, o.useful_life_years, tr.resale_fraction, tr.decline)
+    kept = m.scenario.kept and sold - bought < life_years(o)  # (the horizon's end, not its life's, takes it out)
+    share = costs.exit_share(sold - bought, o.useful_life_years, tr.resale_fraction, tr.decline, kept)
     return o.purchase_usd * m.factor(oid, bought) * share
 
 
@@ -95,7 +96,8 @@ def define_owned_variables(m) -> None:
             v = m.var(store, (oid, t), "Integer", 0, m.cap_of(o))
             if not m.npv:
                 m.held_terms[(oid, t)] = [v]
-                for comp, usd in costs.owned_fixed_usd_per_year(o, system, site, rate, m.scenario.horizon_years).items():
+                for comp, usd in costs.owned_fixed_usd_per_year(o, system, site, rate, m.scenario.horizon_years,
+                                                                m.scenario.kept).items():
                     m.cost(t, comp, usd, v, oid)
                 if o.acquisition == "buy":
                     m.pay(t, o.purchase_usd, v, oid)
@@ -132,7 +134,7 @@ def define_edge_variables(m) -> None:
                     if m.npv:
                         _purchase(m, oid, t, v, {}, fleet=False)
                         continue
-                    m.cost(t, "capital", costs.capital_usd_per_year(o, rate, m.scenario.horizon_years), v, oid)
+                    m.cost(t, "capital", costs.capital_usd_per_year(o, rate, m.scenario.horizon_years, m.scenario.kept), v, oid)
                     m.cost(t, "support", o.purchase_usd * m.scenario.site.support_fraction_per_year, v, oid)
                     m.pay(t, o.purchase_usd, v, oid)
 

@@ -109,7 +109,7 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
         "horizon_years": s.horizon_years,
         "total_cost_usd_over_horizon": r2(total * s.horizon_years),
         "cash_first_year_usd": r2(res.value_of(fm.year_cost(fm.first, "cash"))),
-        **budget_key(s),
+        **budget_key(s), **({"end_of_horizon": "keep"} if s.kept else {}),
         "demand_met": not any(j["unserved"] for j in jobs),
         "cost_breakdown_usd_per_year": {k: r2(sum(c * _val(res, v) for c, v in terms))
                                         for k, terms in sorted(fm.cost_terms.items())},
@@ -139,7 +139,7 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
                     **({"edge_units": edge} if 0 < edge < held[oid] else {}),  # beside systems at the site
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
                     "purchase_usd": r2(o.purchase_usd * held[oid]) if o.acquisition == "buy" else None,
-                    "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years) * held[oid])
+                    "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years, fm.scenario.kept) * held[oid])
                                            if o.acquisition == "buy" else None),
                     **({"sold_after_years": costs.sale_age_years(o, fm.scenario.horizon_years)}
                        if o.acquisition == "buy" else {}),

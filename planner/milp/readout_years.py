@@ -70,6 +70,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
         "total_cost_usd_per_year": r2(accounting / len(years)),
         "total_cost_usd_over_horizon": r2(cash), "annuitised_total_usd": r2(accounting),
         "npv_usd": r2(_npv(ym, res)), "cash_total_usd": r2(cash), **budget_key(s),
+        **({"end_of_horizon": "keep"} if s.kept else {}),
         "committed_after_horizon_usd": r2(_committed_after(ym, res, last)),
         "salvage_usd": r2(_sum(res, ym.resale.get(last, []))),
         "discount_rate": s.policy.discount_rate,

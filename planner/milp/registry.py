@@ -27,7 +27,8 @@ class Registry:
     catalog: Catalog
     options: Options
     prob: pulp.LpProblem
-    elastic: bool = field(default=False, kw_only=True)
+    elastic: bool | str = field(default=False, kw_only=True)
+    """a cap's slack variables (rows._elastic): False none, True one a year, "shared" one per field"""
     tight: bool = field(default=True, kw_only=True)
     """Tighten the formulation (replica bounds, covering coefficients clipped at the demand): the
     same integer optimum, a closer LP bound. Off for long-run prices, which read the LP's duals as

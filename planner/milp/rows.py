@@ -200,9 +200,10 @@ def define_availability_constraints(fm) -> None:
 
 def define_budget_constraints(fm) -> None:
     for t in fm.years:
-        for key, (cap, _) in sorted(year_caps(fm.scenario, t).items()):
+        for key, (cap, where) in sorted(year_caps(fm.scenario, t).items()):
             spent = fm.year_cost(t, budget_basis(fm.scenario)) if key == "usd" else fm.spend(t, key)
-            fm.add("budget", (key, t), spent - _elastic(fm, key, t) <= cap)
+            shared = all(year_caps(fm.scenario, y).get(key, (None, None))[1] == where for y in fm.years)
+            fm.add("budget", (key, t), spent - _elastic(fm, key, t, shared) <= cap)
 
 
 def define_power_constraints(fm) -> None:
@@ -212,13 +213,18 @@ def define_power_constraints(fm) -> None:
     for t in fm.years:
         load = pulp.lpSum(fm.system_of(oid).power_kw * fm.held(oid, t) for (oid, tt) in sorted(fm.held_terms)
                           if tt == t and fm.offer(oid).acquisition == "buy")
-        fm.add("power", ("site", t), load - _elastic(fm, "power", t) <= cap)
+        fm.add("power", ("site", t), load - _elastic(fm, "power", t, True) <= cap)
 
 
-def _elastic(fm, family: str, year: int):
+def _elastic(fm, family: str, year: int, shared: bool = False):
+    """A cap's slack in an elastic model: one a year, or, in a model built elastic="shared" (the
+    diagnosis), one for every year a single field caps (`shared`: budget.usd_per_year, the site's
+    power), keyed year 0, so the least relaxation is the smallest raise of that one field, not the
+    least sum over the years."""
     if not fm.elastic:
         return 0
-    return fm.var(fm.slack, (family, year), "Continuous", 0, None)
+    key = (family, 0 if shared and fm.elastic == "shared" else year)
+    return fm.slack[key] if key in fm.slack else fm.var(fm.slack, key, "Continuous", 0, None)
 
 
 def _disaggregated_replicas(fm) -> list:

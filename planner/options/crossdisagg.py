@@ -46,7 +46,7 @@ def usd_per_accelerator_year(s, opts, d, system) -> float | None:
         o = opts.offers[oid]
         if costs.is_owned(o):
             fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate,
-                                                       s.horizon_years).values())
+                                                       s.horizon_years, s.kept).values())
             usd = fixed + costs.busy_usd_per_hour(o, system, s.site) * hours
         else:
             usd = o.price_usd_per_hour * hours

@@ -80,7 +80,7 @@ def _fixed(s, o, system) -> float:
     """Yearly fixed cost of one owned system as the fleet MILP charges it (milp/fleet.py
     define_owned_variables): capital less the resale at the end of a horizon shorter than the useful
     life, support, ops, hosting and idle power; or the reserved commitment."""
-    return sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate, s.horizon_years).values())
+    return sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate, s.horizon_years, s.kept).values())
 
 
 def select(s, cat, opts: Options, serve: dict[str, list[Pair]], batch: dict[str, list[Pair]],

@@ -79,16 +79,32 @@ def resold_before_life_ends(offer: Offer, horizon_years: float | None) -> bool:
     return age is not None and age < (offer.useful_life_years or 0.0)
 
 
-def residual_value_usd(offer: Offer, horizon_years: float | None) -> float:
+def residual_value_usd(offer: Offer, horizon_years: float | None, kept: bool = False) -> float:
     """Cash one bought system fetches when it is sold (sale_age_years: at the end of the horizon,
-    or of its useful life where that comes first); 0 for an offer that is not bought."""
+    or of its useful life where that comes first); 0 for an offer that is not bought. `kept`
+    (policy.end_of_horizon keep): one the horizon's end finds within its life is valued at the used
+    market's price, without a sale's discount (market_fraction)."""
     age = sale_age_years(offer, horizon_years)
     if not age:
         return 0.0
+    if kept and resold_before_life_ends(offer, horizon_years):
+        return offer.purchase_usd * market_fraction(age)
     return offer.purchase_usd * residual_fraction(age)
 
 
-def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: float | None = None) -> float:
+def market_fraction(age_years: float) -> float:
+    """Share of the purchase price the used market values a system at after `age_years`, before any
+    sale: max(RESIDUAL_FLOOR, RESIDUAL_KEPT_PER_YEAR ^ age) (what a system kept past the horizon is
+    worth: residual_fraction without RESALE_REALISED).
+
+    >>> round(market_fraction(3), 4)
+    0.3732
+    """
+    return max(RESIDUAL_FLOOR, RESIDUAL_KEPT_PER_YEAR ** age_years)
+
+
+def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: float | None = None,
+                         kept: bool = False) -> float:
     """Yearly capital cost of one bought system: the purchase less the discounted resale at the
     age it is sold (sale_age_years: the end of the horizon H or of its useful life L, whichever
     comes first), annuitised over the years held (held_capital_usd_per_year).
@@ -100,11 +116,11 @@ def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: floa
     """
     age = sale_age_years(offer, horizon_years)
     return held_capital_usd_per_year(offer.purchase_usd, discount_rate, offer.useful_life_years, age,
-                                     residual_value_usd(offer, horizon_years))
+                                     residual_value_usd(offer, horizon_years, kept))
 
 
 def exit_share(age_years: float, life_years: float, resale_fraction: float | None = None,
-               decline: float = 0.0) -> float:
+               decline: float = 0.0, kept: bool = False) -> float:
     """Share of its purchase price a bought system fetches when it leaves the fleet after
     `age_years` of its `life_years` (at the end of its life, or of the horizon): without a resale
     assumption of the scenario's (trends: resale_fraction), the market's, as a one-period plan
@@ -112,7 +128,9 @@ def exit_share(age_years: float, life_years: float, resale_fraction: float | Non
     RESIDUAL_FLOOR), never above the realised share of the new price of the day where the
     scenario's prices fall faster than the market's curve (RESALE_REALISED (1 - decline)^age: used
     hardware tracks new prices); with one, rf, its straight-line book value
-    max(rf, 1 - (1 - rf) age / life) at the prices of the day ((1 - decline)^age).
+    max(rf, 1 - (1 - rf) age / life) at the prices of the day ((1 - decline)^age). `kept` (a system
+    the horizon's end finds within its life, policy.end_of_horizon keep): the market's price without
+    the sale's discount RESALE_REALISED (the book value is a value already).
 
     >>> round(exit_share(3, 5), 4), round(exit_share(5, 5), 4), round(exit_share(3, 5, decline=0.6), 4)
     (0.2277, 0.118, 0.039)
@@ -120,7 +138,8 @@ def exit_share(age_years: float, life_years: float, resale_fraction: float | Non
     0.2825
     """
     if resale_fraction is None:
-        return min(residual_fraction(age_years), RESALE_REALISED * max(RESIDUAL_FLOOR, (1.0 - decline) ** age_years))
+        share = min(residual_fraction(age_years), RESALE_REALISED * max(RESIDUAL_FLOOR, (1.0 - decline) ** age_years))
+        return share / RESALE_REALISED if kept else share
     return (1.0 - decline) ** age_years * max(resale_fraction, 1.0 - (1.0 - resale_fraction) * age_years / life_years)
 
 
@@ -166,11 +185,11 @@ def energy_usd_per_hour(system: System, site) -> float:
 
 
 def owned_fixed_usd_per_year(offer: Offer, system: System, site, discount_rate: float,
-                             horizon_years: float | None = None) -> dict[str, float]:
+                             horizon_years: float | None = None, kept: bool = False) -> dict[str, float]:
     """Yearly cost of owning one system whether busy or idle, by component (capital: see
     capital_usd_per_year; `horizon_years` None: kept to the end of its life)."""
     if offer.acquisition == "buy":
-        capital = capital_usd_per_year(offer, discount_rate, horizon_years)
+        capital = capital_usd_per_year(offer, discount_rate, horizon_years, kept)
         support = offer.purchase_usd * site.support_fraction_per_year
         hosting = system.power_kw * site.hosting_usd_per_kw_year
         idle = energy_usd_per_hour(system, site) * IDLE_POWER_FRACTION * HOURS_PER_YEAR

@@ -113,7 +113,7 @@ def _offer_cost(o: Offer, system, n: int, s: Scenario, ledger: Ledger) -> tuple[
     oid, per = o.id, system.accelerators
     usd = ledger.edge_usd.get(oid, 0.0)
     if owned(o):
-        fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate, s.horizon_years).values())
+        fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate, s.horizon_years, s.kept).values())
         busy = costs.busy_usd_per_hour(o, system, s.site) / per
         return usd + fixed * n + busy * ledger.slot_hours[oid], True
     usd += ledger.rent_usd.get(oid, 0.0)

@@ -32,7 +32,7 @@ def whole(x) -> bool:
 
 
 def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str = "",
-                     purchase: bool = True, horizon_years: int | None = None) -> None:
+                     purchase: bool = True, horizon_years: int | None = None, kept: bool = False) -> None:
     """Each fleet row names its offer's system, accelerator, acquisition, provider, region and tier;
     accelerators and power follow from the systems held; a bought row's purchase_usd is price x
     systems and its residual_value_usd the resale at the horizon (costs.residual_value_usd) x systems
@@ -74,7 +74,7 @@ def check_fleet_rows(rows: list[dict], cat: Catalog, v: Verification, where: str
             got = f.get("purchase_usd")
             v.check("costs", got is not None and close(got, o.purchase_usd * n, 1e-6, 0.01),
                     f"{name}: purchase ${got} for {n} systems at ${o.purchase_usd:,.2f}")
-            back, want = f.get("residual_value_usd"), costs.residual_value_usd(o, horizon_years) * n
+            back, want = f.get("residual_value_usd"), costs.residual_value_usd(o, horizon_years, kept) * n
             age = costs.sale_age_years(o, horizon_years)
             v.check("costs", back is not None and close(back, want, 1e-6, 0.01),
                     f"{name}: residual value ${back} at the end of a {horizon_years}-year horizon; {n} systems "

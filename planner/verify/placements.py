@@ -206,7 +206,7 @@ def check_edge(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         ledger.usage[o.id][part.key] += p["replicas"] * system.accelerators * HOURS_PER_YEAR
         ledger.edge_units[o.id] += p["replicas"]
         rate = s.policy.discount_rate
-        ledger.edge_usd[o.id] += p["replicas"] * (costs.capital_usd_per_year(o, rate, s.horizon_years)
+        ledger.edge_usd[o.id] += p["replicas"] * (costs.capital_usd_per_year(o, rate, s.horizon_years, s.kept)
                                                   + o.purchase_usd * s.site.support_fraction_per_year)
         ledger.uses[o.id].add("edge")
     # (the unserved share is stated to 4 places: allow what that rounding hides)

@@ -61,7 +61,8 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         """what one system of o bought in year tau fetches leaving `age` years later: the market's
         share, or the trend's book value where the scenario sets resale_fraction"""
         tr = trend_for(s, cat.systems[o.system].accelerator)
-        return unit_price(o, tau) * costs.exit_share(age, o.useful_life_years, tr.resale_fraction, tr.decline)
+        kept = s.kept and age < life_years(o)  # (the horizon's end, not its life's, takes it out)
+        return unit_price(o, tau) * costs.exit_share(age, o.useful_life_years, tr.resale_fraction, tr.decline, kept)
 
     bought: dict[str, dict[int, int]] = defaultdict(dict)  # offer -> year -> systems acquired
     for y in years:
