@@ -270,20 +270,20 @@ def test_a_purchase_over_a_short_horizon_is_credited_its_resale():
     # capital: (price - resale / 1.08^3) x annuity(8%, 3) = (164,000 - 29,641.59) x 0.388034 a node
     assert plan["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(2 * 52_135.61, rel=1e-5)
     assert bought["sold_after_years"] == 3
-    # kept to the end of its 4-year life within a 6-year horizon: still sold then, at the used
+    # kept to the end of its 4-year life within an 8-year horizon: still sold then, at the used
     # market's price for 4 years (0.61 x 0.72^4 = 16.4%, economics.md s3c), and replaced; before,
     # it fetched nothing and a horizon of 4 years cost more a year than one of 3
-    kept = s.model_copy(update={"horizon_years": 6})
-    plan6 = plan_scenario(kept, explain="none")
-    (bought6,) = [f for f in plan6["fleet"] if f["acquisition"] == "buy"]
-    n = bought6["systems"]
-    assert bought6["sold_after_years"] == 4
-    assert bought6["residual_value_usd"] == pytest.approx(n * 26_884.58, abs=1.0)
+    kept = s.model_copy(update={"horizon_years": 8})
+    plan8 = plan_scenario(kept, explain="none")
+    (bought8,) = [f for f in plan8["fleet"] if f["acquisition"] == "buy"]
+    n = bought8["systems"]
+    assert bought8["sold_after_years"] == 4
+    assert bought8["residual_value_usd"] == pytest.approx(n * 26_884.58, abs=1.0)
     # (164,000 - 26,884.58 / 1.08^4) x annuity(8%, 4) = (164,000 - 19,761.04) x 0.301921 a node
-    assert plan6["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(n * 43_548.80, rel=1e-5)
+    assert plan8["cost_breakdown_usd_per_year"]["capital"] == pytest.approx(n * 43_548.80, rel=1e-5)
     from planner.cli.render import money_notes
     assert any(x.startswith(f"Resale assumed: {n}x h100-sxm-x8 sold at the end of their 4-year useful life, "
-                            "within the 6-year horizon, and replaced, for $") for x in money_notes(plan6))
+                            "within the 8-year horizon, and replaced, for $") for x in money_notes(plan8))
 
 
 # --- the headline unit ---------------------------------------------------------------------------
@@ -658,3 +658,20 @@ def test_systems_kept_past_the_horizon_are_valued_at_the_market_price_not_a_sale
     resale = {y["year"]: y["resale_usd"] for y in years["years"]}
     assert resale[4] == pytest.approx(bought[1] * 164_000 * 0.61 * 0.72 ** 4, abs=1.0)  # retired: sold
     assert resale[6] == pytest.approx(bought[5] * 164_000 * 0.72 ** 2, abs=1.0)  # kept: the market's price
+
+
+
+def test_a_horizon_longer_than_a_life_costs_the_same_in_one_period_and_year_by_year(tmp_path):
+    # the finance review: over 7 years a 5-year node cost $57,036 a year planned as one period (as if
+    # replaced for ever) and $64,325 year by year (the replacement bought in year 6 is sold 2 years
+    # old when the horizon ends); the one-period plan now holds the replacement as the years do
+    job = {"name": "assistant", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "kv_precision": "fp8",
+           "context_tokens": 8192, "concurrent_users": 200, "min_tokens_per_s_per_user": 20, "max_ttft_s": 2}
+    site = {"ownership": "on-prem", "power_usd_per_kwh": 0.12, "pue": 1.3, "cooling": "air"}
+    policy = {"acquisition": ["buy"], "redundancy": "none", "stacks": ["cuda"], "accelerators": ["h200-nvl"]}
+    _, one = _plan(tmp_path, _doc("h7", site, policy, [job], horizon_years=7))
+    _, years = _plan(tmp_path, _doc("h7y", site, policy, [{**job, "growth_per_year": 0.001}], horizon_years=7))
+    assert one["fleet"][0]["offer"] == years["fleet"][0]["offer"] and one["fleet"][0]["systems"] == 1
+    assert one["total_cost_usd_per_year"] == pytest.approx(years["total_cost_usd_per_year"], abs=1.0)  # $64,325
+    from planner.cli.render import money_notes
+    assert any("(the last replacement sold 2 year(s) old when the horizon ends" in x for x in money_notes(one))

@@ -144,7 +144,7 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     typer.echo(f"  site: {site_summary(s)}")
     typer.echo(f"  policy: {', '.join(s.policy.acquisition)}; redundancy {s.policy.redundancy}"
                + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
-    budget = budget_summary(s.budget, budget_basis(s))
+    budget = budget_summary(s.budget, budget_basis(s), s.multi_year)
     if budget:
         typer.echo(f"  budget: {budget}")
     if s.trends:

@@ -120,11 +120,13 @@ def csv_text(rows: list[dict], columns: list[str] | None = None) -> str:
 
 PLAN_CSV = ["system", "accelerator", "acquisition", "provider", "region", "tier", "offer", "systems", "accelerators",
             "cost_usd_per_year", "purchase_usd", "power_kw", "price_source", "price_as_of", "residual_value_usd",
-            "term_years", "contract_usd_per_year"]
+            "term_years", "contract_usd_per_year", "sold_after_years", "paid_upfront_usd"]
 """the columns of `plan --format csv`: one row per fleet row (a multi-year plan's final year), the
 catalog's source and date of each price; purchase_usd and residual_value_usd are the row's (all its
 systems'), term_years and contract_usd_per_year a reservation's (the finance review: a spreadsheet
-could not rebuild a reservation's invoices or the resale the yearly cost nets off)"""
+could not rebuild a reservation's invoices or the resale the yearly cost nets off), sold_after_years
+the age a bought row's systems are sold at, paid_upfront_usd a reservation's whole term paid when it
+starts"""
 
 
 def emit(text: str, output: Path | None, force: bool) -> None:

@@ -69,17 +69,23 @@ def money_notes(plan: dict) -> list[str]:
                        f"({back / paid:.0%} of the {usd(paid)} paid: the used market's price, no sale's discount; "
                        "policy.end_of_horizon keep); the yearly cost nets it off")
             continue
+        rest = horizon - at * int(horizon / at + 1e-9)
         when = (f"when the {horizon:g}-year horizon ends" if at >= horizon else
-                f"at the end of their {at:g}-year useful life, within the {horizon:g}-year horizon, and replaced")
+                f"at the end of their {at:g}-year useful life, within the {horizon:g}-year horizon, and replaced"
+                + (f" (the last replacement sold {rest:g} year(s) old when the horizon ends; the yearly cost "
+                   "averages the two)" if rest > 1e-9 else ""))
         out.append(f"Resale assumed: {items} sold {when}, for {usd(back)} "
                    f"({back / paid:.0%} of the {usd(paid)} paid, at used-market prices); the yearly cost nets it off")
     for f in plan["fleet"]:
         term = f.get("term_years")
         if f.get("paid_upfront_usd"):
+            held = min(term, horizon)
             out.append(f"Paid up front: {f['systems']}x {f['system']} ({f['acquisition']}, {f['provider']}), "
                        f"{usd(f['paid_upfront_usd'])} for its {term}-year term when it starts (the offer's rate "
-                       f"assumes all-upfront payment); the yearly cost spreads it over the "
-                       f"{min(term, horizon):g} year(s) held, discounted")
+                       f"assumes all-upfront payment); the yearly cost is that payment annuitised over the "
+                       f"{held:g} year(s) of this plan at the policy's discount rate (a financing charge on money "
+                       "paid at the start)" + (f"; the term's last {term - held:g} year(s) are paid for and lie "
+                                               "past this plan's horizon" if term > held else ""))
             continue
         if term and term > horizon and f.get("contract_usd_per_year"):
             rate = f["contract_usd_per_year"]
@@ -198,9 +204,13 @@ def cost_line(plan: dict) -> str:
                 f"annuitised {usd(plan['total_cost_usd_per_year'])} per year ({usd(annuitised)} over {years(n)})")
         if plan.get("npv_usd") is None:
             return text
+        sold = sum(y.get("resale_usd") or 0.0 for y in plan["years"])
+        before = sold - (plan.get("salvage_usd") or 0.0)
         counted = [f"{what} ({usd(plan[key])})" for what, key in (  # (neither is in the cash)
             ("crediting the resale at the end", "salvage_usd"),
             ("counting the reservations owed after it", "committed_after_horizon_usd")) if plan.get(key)]
+        if before > 0.5:
+            counted.insert(0, f"crediting the resale of systems retired before the end ({usd(before)})")
         return text + f"; NPV {usd(plan['npv_usd'])}" + (", " + " and ".join(counted) if counted else "")
     return f"{usd(plan['total_cost_usd_per_year'])} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
 

@@ -12,7 +12,7 @@ YEAR_COLUMNS = ["year", "capex_usd", "opex_usd", "cost_usd", "budget_usd", "used
                 "fleet", "unserved"]
 YEAR_HEADERS = {"capex_usd": "capex $", "opex_usd": "opex $", "cost_usd": "cash $", "budget_usd": "budget $",
                 "used": "budget used", "annuitised_cost_usd": "annuitised $", "unserved": "unserved",
-                "complexity_usd": "of which complexity $"}
+                "complexity_usd": "of which complexity $", "resale_usd": "resale $"}
 BUY_COLUMNS = ["year", "systems", "system", "acquisition", "unit_price_usd", "total_usd"]
 BUY_HEADERS = {"unit_price_usd": "unit $ (reserved: per year)", "total_usd": "total $ (reserved: per year)"}
 
@@ -56,11 +56,17 @@ def year_rows(plan: dict) -> list[dict]:
 
 
 def year_columns(plan: dict) -> list[str]:
-    """YEAR_COLUMNS, with the part of opex that fleet complexity costs when the plan prices it."""
-    if not any(y.get("complexity_usd") for y in plan["years"]):
-        return YEAR_COLUMNS
-    at = YEAR_COLUMNS.index("opex_usd") + 1
-    return [*YEAR_COLUMNS[:at], "complexity_usd", *YEAR_COLUMNS[at:]]
+    """YEAR_COLUMNS, with the part of opex that fleet complexity costs when the plan prices it, and
+    the resale each year's leaving systems fetch (credited in the NPV, not in the cash) where any
+    leave before the final year (the finance review: a system retired mid-horizon was sold unseen)."""
+    out = list(YEAR_COLUMNS)
+    if any(y.get("complexity_usd") for y in plan["years"]):
+        at = out.index("opex_usd") + 1
+        out = [*out[:at], "complexity_usd", *out[at:]]
+    if any(y.get("resale_usd") for y in plan["years"][:-1]):
+        at = out.index("cost_usd") + 1
+        out = [*out[:at], "resale_usd", *out[at:]]
+    return out
 
 
 def purchase_rows(plan: dict) -> list[dict]:

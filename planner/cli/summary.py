@@ -14,11 +14,13 @@ def site_summary(s) -> str:
             + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else ""))
 
 
-def budget_summary(b, basis: str = "annualised") -> str:
+def budget_summary(b, basis: str = "annualised", years: bool = True) -> str:
     """The budget's caps in one line: yearly, then per year ('' when none); the yearly cost in its
-    `basis` (data.years.budget_basis), said after the caps."""
-    caps = [f"${v:,.0f} {what} per year" for v, what in ((b.usd_per_year, basis), (b.capex_usd_per_year, "capex"),
-                                                            (b.opex_usd_per_year, "opex")) if v is not None]
+    `basis` (data.years.budget_basis), said after the caps; a one-period plan (`years` False) caps
+    its first year's cash."""
+    cost = f"{basis} per year" if basis != "cash" or years else "cash in the first year"
+    caps = [f"${v:,.0f} {what}" for v, what in ((b.usd_per_year, cost), (b.capex_usd_per_year, "capex per year"),
+                                                (b.opex_usd_per_year, "opex per year")) if v is not None]
     caps += [f"year {y.year}: " + ", ".join(f"${v:,.0f} {what}" for v, what in ((y.usd, basis), (y.capex_usd, "capex"),
                                                                                (y.opex_usd, "opex")) if v is not None)
              for y in b.years]

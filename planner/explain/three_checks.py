@@ -258,8 +258,8 @@ def summary(plan: dict, s) -> str:
         text += f" on average over {len(plan['years'])} years"
         if paid:
             text += f" (purchases paid {listed(paid)})"
-    elif purchase := sum(f["purchase_usd"] or 0.0 for f in plan["fleet"]):
-        text += f" (${purchase:,.0f} up front)"
+    elif purchase := sum((f["purchase_usd"] or 0.0) + f.get("paid_upfront_usd", 0.0) for f in plan["fleet"]):
+        text += f" (${purchase:,.0f} up front)"  # (purchases and reservations paid up front)
     text += "." + (_earlier(plan) if plan.get("years") else "")
     rate = s.policy.cost_per_system_type_usd_year
     if rate:

@@ -20,6 +20,8 @@ and serving never uses spot unless the policy allows it (and latency-critical se
 
 from __future__ import annotations
 
+import math
+
 from planner.data.catalog import Offer, System
 from planner.data.constants import HOURS_PER_YEAR
 
@@ -107,16 +109,29 @@ def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: floa
                          kept: bool = False) -> float:
     """Yearly capital cost of one bought system: the purchase less the discounted resale at the
     age it is sold (sale_age_years: the end of the horizon H or of its useful life L, whichever
-    comes first), annuitised over the years held (held_capital_usd_per_year).
+    comes first), annuitised over the years held (held_capital_usd_per_year); over a horizon longer
+    than the life, each life so, and the last replacement held what is left of the horizon and sold
+    then, the yearly cost averaged over the horizon's years (as a multi-year plan holds them: 7 years
+    of a 5-year life are 5 years at the life's cost and 2 at a 2-year holding's).
 
     >>> from types import SimpleNamespace as O
     >>> o = O(acquisition="buy", purchase_usd=100.0, useful_life_years=5)
-    >>> round(capital_usd_per_year(o, 0.0, 3), 2), round(capital_usd_per_year(o, 0.0, 5), 2), round(capital_usd_per_year(o, 0.0, 9), 2)
+    >>> round(capital_usd_per_year(o, 0.0, 3), 2), round(capital_usd_per_year(o, 0.0, 5), 2), round(capital_usd_per_year(o, 0.0, 10), 2)
     (25.74, 17.64, 17.64)
+    >>> round(capital_usd_per_year(o, 0.0, 7), 2)  # (5 x 17.64 + 2 x (100 - 31.62) / 2) / 7
+    22.37
     """
     age = sale_age_years(offer, horizon_years)
-    return held_capital_usd_per_year(offer.purchase_usd, discount_rate, offer.useful_life_years, age,
-                                     residual_value_usd(offer, horizon_years, kept))
+    price, life = offer.purchase_usd, offer.useful_life_years
+    first = held_capital_usd_per_year(price, discount_rate, life, age, residual_value_usd(offer, horizon_years, kept))
+    rest = 0.0 if horizon_years is None else horizon_years - life * math.floor(horizon_years / life + 1e-9)
+    if horizon_years is None or horizon_years <= life or rest < 1e-9:
+        return first
+    # the last replacement is held `rest` years and sold when the horizon ends (as a multi-year plan
+    # holds it): the yearly cost is the average over the horizon's years
+    sold = price * (market_fraction(rest) if kept else residual_fraction(rest))
+    last = held_capital_usd_per_year(price, discount_rate, life, rest, sold)
+    return (first * (horizon_years - rest) + last * rest) / horizon_years
 
 
 def exit_share(age_years: float, life_years: float, resale_fraction: float | None = None,
