@@ -602,6 +602,14 @@ def test_a_reservation_paid_up_front_is_paid_when_its_term_starts(tmp_path):
     assert [y["cost_usd"] for y in years["years"]] == pytest.approx([term, 0.0, 0.0], abs=1.0)
     assert years["npv_usd"] == pytest.approx(term, abs=1.0) and not years["committed_after_horizon_usd"]
     assert [y["annuitised_cost_usd"] for y in years["years"]] == pytest.approx([term * annuity(0.08, 3)] * 3, abs=1.0)
+    # renewed in year 4 of 4: the cash of year 4 pays three years, two of them past the horizon
+    only = dict(policy, acquisition=["reserved-3y"])
+    _, four = _plan(tmp_path, _doc("aws4", {"ownership": "cloud"}, only, [{**job, "demand_multipliers": [1, 1, 1, 1]}],
+                                   horizon_years=4))
+    (renewal,) = four["years"][3]["purchases"]
+    assert renewal["paid_upfront_usd"] == pytest.approx(term) and renewal["paid_past_horizon_usd"] == pytest.approx(term * 2 / 3)
+    from planner.cli.render_years import headline
+    assert "in year 4, $625,464 for its whole term, of which $416,976 for years past year 4" in headline(four)
 
 
 def test_a_rented_offer_counts_its_serving_systems_and_its_runs_apart(tmp_path):

@@ -84,7 +84,21 @@ def headline(plan: dict) -> str:
     return (f"Cash view: capex when paid plus opex, {usd(plan['cash_total_usd'])} in all{beyond}. Annuitised view: each "
             f"purchase spread over the years held, less what it resells for, {usd(plan['total_cost_usd_per_year'])} per year. NPV {usd(plan['npv_usd'])}: "
             f"the cash discounted at {plan['discount_rate']:.0%}, resale credited ({plan['mode']}). "
-            "Fleet and jobs below are the final year's.")
+            "Fleet and jobs below are the final year's." + prepaid_text(plan))
+
+
+def prepaid_text(plan: dict) -> str:
+    """' Paid up front: ...' for the reservations whose whole term the cash pays the year they start
+    (the finance review: the purchases table showed a year's fee; the cash held three)."""
+    said = []
+    for y in plan["years"]:
+        for p in y["purchases"]:
+            if p.get("paid_upfront_usd"):
+                past = p.get("paid_past_horizon_usd") or 0.0
+                said.append(f"{p['systems']}x {p['system']} ({p['acquisition']}) in year {y['year']}, "
+                            f"{usd(p['paid_upfront_usd'])} for its whole term"
+                            + (f", of which {usd(past)} for years past year {plan['horizon_years']}" if past > 0.5 else ""))
+    return f" Paid up front (the offer's rate assumes it): {'; '.join(said)}." if said else ""
 
 
 def years_text(plan: dict) -> str:

@@ -299,6 +299,10 @@ class Purchase(Part):
     unit_price_usd: float = Field(description="USD per system (purchase price, or a year of the reservation) "
                                               "in this year's prices")
     total_usd: float = Field(description="USD: unit_price_usd x systems")
+    paid_upfront_usd: float = absent("USD paid this year for the reservation's whole term: total_usd x its years "
+                                     "(reservations paid up front only, catalog payment: upfront)")
+    paid_past_horizon_usd: float = absent("USD of paid_upfront_usd for the term's years after the horizon: paid in "
+                                          "the cash, used after the plan (reservations paid up front only)")
 
 
 class SolverInfo(Part):

@@ -275,8 +275,15 @@ def summary(plan: dict, s) -> str:
                  "unserved.")
     elif nb and nb.get("cost_delta_usd_per_year") is not None:
         delta = nb["cost_delta_usd_per_year"]
+        within = max(1.0, (plan["solver"].get("gap") or 0.0) * plan["total_cost_usd_per_year"])
         text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${delta:,.0f} more per year." if delta > 0 else
-                 f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap.")
+                 f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap."
+                 if -delta <= within else
+                 f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${-delta:,.0f} less per year: the plan above "
+                 "is not the cheapest its model holds (report the scenario).")
+    other = plan.get("next_best_acquisition") or {}
+    if (other.get("cost_delta_usd_per_year") or 0) > 0 and not other.get("unserved_jobs"):
+        text += f" The {other['message']}."
     text += _idle_owned(plan, s) + _part_day_rentals(plan, s)
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:
@@ -305,9 +312,10 @@ def _earlier(plan: dict) -> str:
         providers = {f["offer"]: f["provider"] for f in y["fleet"]}
         for p in y.get("purchases") or []:
             if p["offer"] not in final:
+                paid = (f"${p['paid_upfront_usd']:,.0f} paid up front)" if p.get("paid_upfront_usd") else
+                        f"${p['total_usd']:,.0f}" + (" a year)" if p["acquisition"] != "buy" else ")"))
                 done.append(f"year {y['year']}: {VERBS.get(p['acquisition'], p['acquisition']).lower()} {p['systems']:,}x "
-                            f"{p['system']} ({providers.get(p['offer'], '?')}, ${p['total_usd']:,.0f}"
-                            + (" a year)" if p["acquisition"] != "buy" else ")"))
+                            f"{p['system']} ({providers.get(p['offer'], '?')}, {paid}")
     return f" Signed before the final year and ended by it: {'; '.join(done)}." if done else ""
 
 

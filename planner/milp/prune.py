@@ -225,7 +225,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
     plan (warm_start): its heuristics search the full model for a cheaper one, returned second
     (None when it found none cheaper; its gap is then against the full model's own bound).
     While a root node finds a cheaper plan and the time left holds another, the root node runs
-    again from that plan: CBC's improvement heuristics (RINS, VND: solve.CBC_OPTIONS) search
+    again from that plan: CBC's improvement heuristics (RINS, VND: solve.CBC_OPTIONS; DINS on a shortlist: solve) search
     the neighbourhood of the plan they start from, and a cheaper plan gives them a new one. On 60
     generated jobs of every acquisition mode (benchmarks/milp.py --only large, seed 3, limit 60 s)
     the first root node lowers the shortlisted plan 2,226,927 -> 2,208,662 $/yr, the second to

@@ -90,6 +90,17 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
     }
 
 
+def _prepaid_keys(ym: YearModel, oid: str, t: int, n: int) -> dict:
+    """A reservation paid up front, started in year t: what it paid then for its whole term, and of
+    that the years past the horizon (paid in the cash, used after the plan)."""
+    o = ym.offer(oid)
+    if not costs.prepaid(o):
+        return {}
+    term = costs.RESERVED_TERM_YEARS[o.acquisition]
+    year = _unit_price(ym, oid, t) * n
+    return {"paid_upfront_usd": r2(year * term), "paid_past_horizon_usd": r2(year * max(0, t + term - 1 - ym.last))}
+
+
 def _committed_after(ym: YearModel, res, last: int) -> float:
     """Reservation payments the plan commits to after its last year (terms running past the
     horizon; the NPV counts them discounted, the cash view ends with the horizon), undiscounted; a
@@ -186,7 +197,8 @@ def _year(s: Scenario, ym: YearModel, res, t: int) -> dict:
     purchases = [{"offer": f["offer"], "system": f["system"], "accelerator": f["accelerator"],
                   "acquisition": f["acquisition"], "systems": f["new_this_year"],
                   "unit_price_usd": r2(_unit_price(ym, f["offer"], t)),
-                  "total_usd": r2(_unit_price(ym, f["offer"], t) * f["new_this_year"])}
+                  "total_usd": r2(_unit_price(ym, f["offer"], t) * f["new_this_year"]),
+                  **_prepaid_keys(ym, f["offer"], t, f["new_this_year"])}
                  for f in fleet if f["new_this_year"] and f["acquisition"] in ("buy", "reserved-1y", "reserved-3y")]
     usage = usage_of(ym, res, t)
     util = []

@@ -41,7 +41,9 @@ cost); with probing off, or with PuLP's bundled CBC 2.10, or with HiGHS, it find
 No DINS: with it (and the options above) the same build proved $258,944/yr "optimal" where a plan of
 $243,310/yr exists (fuzz seed 8181 case 230: an RL job on an office site beside one edge device; the
 plan the next-best fleet found cheaper); without it, with PuLP's bundled CBC 2.10 or with HiGHS it
-finds $243,310 (tests/test_fuzz_regressions.py)."""
+finds $243,310 (tests/test_fuzz_regressions.py). A shortlist's last search, whose proof no plan rests
+on (its gap is measured against the full model's bound), keeps it (solve: 200 generated jobs seed 3
+at 30 s, 3.6% with it, 5.6% without)."""
 
 
 @dataclass
@@ -171,7 +173,9 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     thread, with the cost of each cheaper plan CBC's log shows while it runs (cbclog.Tail), before
     the search ends; the plan returned is the search's as always. Where on_plan has an `enough`
     method, CBC is interrupted once it returns true (cbclog.interrupt): the search returns its best
-    plan then, feasible."""
+    plan then, feasible. A shortlist's model (pairs_pruned), whose proof no plan rests on (its plan's
+    gap is measured against the full model's bound), is searched with DINS too (CBC_OPTIONS says
+    why not otherwise)."""
     cfg = fm.scenario.solver
     engine = engine or cfg.name
     limit = time_limit_s or cfg.time_limit_s
@@ -195,6 +199,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
             solver.optionsDict["warmStart"] = warm
             if cutoff is not None:
                 solver.options = [*solver.options, f"cutoff {cutoff!r}"]
+            if fm.pairs_pruned:
+                solver.options = [*solver.options, "dins on"]
             order = _spare_search(fm, solver, name)
         tail = (cbclog.Tail(log, on_plan, fm.prob.objective.constant or 0.0, getattr(on_plan, "enough", None))
                 if on_plan and log and mip else None)

@@ -82,6 +82,12 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
             v.check("costs", close(b["unit_price_usd"], want, 1e-6, 0.01) and close(b["total_usd"], want * n, 1e-6, 0.01),
                     f"{where}: ${b['unit_price_usd']:,.2f} x {n} = ${b['total_usd']:,.2f}; the catalog price "
                     f"with the year's trend is ${want:,.2f} x {n} = ${want * n:,.2f}")
+            ahead = costs.RESERVED_TERM_YEARS.get(o.acquisition, 1) if costs.prepaid(o) else 0
+            past = max(0, t + ahead - 1 - last) if ahead else 0
+            v.check("costs", ("paid_upfront_usd" in b) == bool(ahead) and close(b.get("paid_upfront_usd", 0.0), want * n * ahead, 1e-6, 0.01)
+                    and close(b.get("paid_past_horizon_usd", 0.0), want * n * past, 1e-6, 0.01),
+                    f"{where}: paid up front ${b.get('paid_upfront_usd')} (${b.get('paid_past_horizon_usd')} past the "
+                    f"horizon); the offer is paid {o.payment}" + (f": {ahead} years of ${want * n:,.2f}" if ahead else ""))
 
     def held(oid: str, t: int) -> int:
         o = cat.offers[oid]
