@@ -107,5 +107,11 @@ def year_caps(s: Scenario, year: int) -> dict[str, tuple[float, str]]:
     return out
 
 
+def kept_at_exit(s: Scenario, o: Offer, age: int) -> bool:
+    """A bought system leaving the fleet `age` years old is kept at its market value, not sold:
+    policy.end_of_horizon keep, and the horizon's end, not its life's (life_years), takes it out."""
+    return s.kept and age < life_years(o)
+
+
 def life_years(o: Offer) -> int:
     return max(1, int(math.floor(o.useful_life_years + 0.5)))

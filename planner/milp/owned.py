@@ -30,7 +30,7 @@ import math
 import pulp
 
 from planner.data.constants import HOURS_PER_YEAR
-from planner.data.years import life_years
+from planner.data.years import kept_at_exit, life_years
 from planner.physics import costs
 
 
@@ -39,8 +39,8 @@ def resale_value(m, oid: str, bought: int, sold: int) -> float:
     """Value of one system bought at the start of year `bought`, sold at the start of year `sold`
     (costs.exit_share)."""
     o, tr = m.offer(oid), m.trend(oid)
-    kept = m.scenario.kept and sold - bought < life_years(o)  # (the horizon's end, not its life's, takes it out)
-    share = costs.exit_share(sold - bought, o.useful_life_years, tr.resale_fraction, tr.decline, kept)
+    share = costs.exit_share(sold - bought, o.useful_life_years, tr.resale_fraction, tr.decline,
+                             kept_at_exit(m.scenario, o, sold - bought))
     return o.purchase_usd * m.factor(oid, bought) * share
 
 

@@ -33,7 +33,7 @@ from collections import defaultdict
 from planner.data.catalog import Catalog
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
-from planner.data.years import budget_basis, life_years, trend_for
+from planner.data.years import budget_basis, kept_at_exit, life_years, trend_for
 from planner.physics import costs
 from planner.verify.common import REL, USD, Verification, close
 from planner.verify.fleet import complexity_usd
@@ -61,8 +61,8 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         """what one system of o bought in year tau fetches leaving `age` years later: the market's
         share, or the trend's book value where the scenario sets resale_fraction"""
         tr = trend_for(s, cat.systems[o.system].accelerator)
-        kept = s.kept and age < life_years(o)  # (the horizon's end, not its life's, takes it out)
-        return unit_price(o, tau) * costs.exit_share(age, o.useful_life_years, tr.resale_fraction, tr.decline, kept)
+        return unit_price(o, tau) * costs.exit_share(age, o.useful_life_years, tr.resale_fraction, tr.decline,
+                                                     kept_at_exit(s, o, age))
 
     bought: dict[str, dict[int, int]] = defaultdict(dict)  # offer -> year -> systems acquired
     for y in years:
