@@ -92,6 +92,8 @@ jobs:
     (BASE.replace("llama-3.1-8b", "zz-unheard-of"), ["unknown model 'zz-unheard-of'",
                                                      "`plan catalog models`, or define it under 'models:'"]),
     (BASE + "policy:\n  accelerators: [h200]\n", ["unknown accelerator 'h200'", "h200-sxm"]),
+    (BASE + "policy:\n  redundancy: n+l\n", ["s.yaml:8", "policy.redundancy", "To fix: did you mean 'n+1'?"]),
+    (BASE + "budget:\n  usd_per_year: 1000\n  basis: accrual\n", ["budget.basis", "To fix: use one of: 'annualised', 'cash'"]),
     ("name: t\njobs: [\n", ["malformed YAML", "s.yaml:"]),
     ("", ["file is empty"]),
     ("- a\n- b\n", ["top level is a list", "s.yaml:1"]),

@@ -77,6 +77,10 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
         bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
                  "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
         hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
+    elif kind == "literal_error":
+        expected = str(err.get("ctx", {}).get("expected", "")).replace(" or ", ", ")
+        close = difflib.get_close_matches(str(err.get("input")), [x.strip(" '") for x in expected.split(",")], n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else f"use one of: {expected}"
     elif kind == "finite_number":
         hint = "use an ordinary number (NaN and infinity are not allowed)"
     elif kind == "int_parsing_size":
