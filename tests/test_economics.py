@@ -683,3 +683,13 @@ def test_a_horizon_longer_than_a_life_costs_the_same_in_one_period_and_year_by_y
     assert one["total_cost_usd_per_year"] == pytest.approx(years["total_cost_usd_per_year"], abs=1.0)  # $64,325
     from planner.cli.render import money_notes
     assert any("(the last replacement sold 2 year(s) old when the horizon ends" in x for x in money_notes(one))
+
+
+def test_a_plan_resting_on_an_estimated_price_says_so_in_its_summary():
+    # the finance review (J1): rent-vs-buy.yaml buys used H100 nodes at a catalog estimate ($164,000);
+    # only a note below the fleet said so, not the paragraph a reader passes on
+    _, plan = shipped_plan("rent-vs-buy.yaml")
+    assert ("It rests on estimated prices, not quotes: h100-sxm-x8-buy-secondary-market (buy); get a quote before "
+            "acting on it") in plan["summary"]
+    _, bank = shipped_plan("bank.yaml")
+    assert "estimated prices" not in bank["summary"]

@@ -58,7 +58,7 @@ def _names():
 def _serve(rng, model, i) -> dict:
     cap = _context_cap(model)
     ctx = _int(rng, 16, cap)
-    out = _int(rng, 1, min(4096, ctx))
+    out = _int(rng, 1, max(1, min(4096, ctx, cap - 1)))  # (room for a prompt token within the model's context)
     job = {"name": f"serve-{i}", "stage": "serve", "model": model, "precision": rng.choice(PRECISIONS),
            "context_tokens": ctx, "output_tokens": out,
            "input_tokens": _int(rng, 1, max(1, min(ctx, 2 * ctx - out, cap - out))),

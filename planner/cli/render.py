@@ -9,7 +9,7 @@ import math
 
 from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
-from planner.data.catalog import OWNED_PROVIDER
+from planner.data.catalog import OWNED_PROVIDER, unquoted
 from planner.data.money import unit_cost_text, usd
 
 FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
@@ -30,7 +30,6 @@ def fleet_rows(plan: dict) -> list[dict]:
             {**f, "acquisition": "owned"} if f["provider"] == OWNED_PROVIDER else f for f in plan["fleet"]]
 
 
-UNQUOTED = ("ESTIMATE", "ASSUMPTION")
 """how the bundled catalog marks a price with no public quote behind it (catalog/offers.csv's header)"""
 
 
@@ -47,7 +46,7 @@ def fleet_notes(plan: dict) -> list[str]:
     out += money_notes(plan)
     for f in plan["fleet"]:
         source = str(f.get("price_source") or "")
-        if source.upper().startswith(UNQUOTED):
+        if unquoted(source):
             what = source.split(" ", 1)[0].strip("(:").upper()
             out.append(f"Price not quoted: {f['offer']} ({f['acquisition']}, {f['provider']}) is a catalog "
                        f"{what.lower()} as of {f['price_as_of']}, not a public price; get a quote before acting on "

@@ -87,6 +87,15 @@ class System(Row):
         "known (no KV transfer between systems is modelled for it)"))
 
 
+UNQUOTED = ("ESTIMATE", "ASSUMPTION")
+"""how a catalog row's source starts where no public price or quote stands behind it"""
+
+
+def unquoted(source: str | None) -> bool:
+    """A price whose source says it is a catalog estimate or assumption, not a published price."""
+    return str(source or "").upper().startswith(UNQUOTED)
+
+
 class Offer(Row):
     system: str = Field(description="what one unit of the offer is: a system id from `plan catalog systems`")
     acquisition: Acquisition = Field(description="buy, on-demand, reserved-1y, reserved-3y or spot")

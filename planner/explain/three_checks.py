@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from planner.data import jobs
-from planner.data.catalog import OWNED_PROVIDER
+from planner.data.catalog import OWNED_PROVIDER, unquoted
 from planner.data.fleet_words import fleet_item
 from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
@@ -284,11 +284,28 @@ def summary(plan: dict, s) -> str:
     other = plan.get("next_best_acquisition") or {}
     if (other.get("cost_delta_usd_per_year") or 0) > 0 and not other.get("unserved_jobs"):
         text += f" The {other['message']}."
-    text += _idle_owned(plan, s) + _part_day_rentals(plan, s)
+    text += _idle_owned(plan, s) + _part_day_rentals(plan, s) + _estimated(plan)
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:
         text += " Binding: " + "; ".join(e["message"] for e in binding) + "."
     return text
+
+
+ESTIMATED_SHARE = 0.1
+"""a fleet row whose price is a catalog estimate is named in the summary from this share of the plan's cost"""
+
+
+def _estimated(plan: dict) -> str:
+    """' It rests on estimated prices, not quotes: ...' for the fleet rows carrying a tenth or more of
+    the cost whose price is a catalog estimate (the finance review: a buy decision rested on an
+    estimated used-node price and only a note below the fleet said so)."""
+    total = plan["total_cost_usd_per_year"] or 0.0
+    rows = [f"{f['offer']} ({f['acquisition']})" for f in plan["fleet"]
+            if unquoted(f.get("price_source")) and total > 0 and f["cost_usd_per_year"] >= ESTIMATED_SHARE * total]
+    if not rows:
+        return ""
+    return (f" It rests on estimated prices, not quotes: {listed(rows)}; get a quote before acting on it "
+            "(--catalog takes yours).")
 
 
 def _item(f: dict) -> str:
