@@ -693,3 +693,15 @@ def test_a_plan_resting_on_an_estimated_price_says_so_in_its_summary():
             "acting on it") in plan["summary"]
     _, bank = shipped_plan("bank.yaml")
     assert "estimated prices" not in bank["summary"]
+
+
+def test_a_part_day_marketplace_rental_says_the_capacity_may_not_be_there_tomorrow(tmp_path):
+    # the finance review (J7): the 'given back each day' caveat was said of whole nodes only; a
+    # marketplace host rented 12 h a day promises even less
+    chat = {**SMALL_CHAT, "concurrent_users": 20, "hours_per_day": 12}
+    policy = {"acquisition": ["on-demand"], "provider_tiers": ["marketplace"], "redundancy": "none"}
+    _, plan = _plan(tmp_path, _doc("mk", {"ownership": "cloud"}, policy, [chat]), explain="brief")
+    (row,) = plan["fleet"]
+    assert row["tier"] == "marketplace"
+    assert "only 12 h a day: that assumes the capacity is given back each day" in plan["summary"]
+    assert "a marketplace host promises no capacity at all" in plan["summary"]

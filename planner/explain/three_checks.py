@@ -354,8 +354,9 @@ the capacity a GPU cloud most often has none of on demand (economics.md s5a)"""
 
 def _part_day_rentals(plan: dict, s) -> str:
     """' On demand 1x h100-sxm-x8 (nebius) is rented only 12 h a day: ...' for on-demand rentals of
-    whole nodes that only part-day jobs use: their cost assumes the capacity is given back each day
-    and won again the next (the new-user review)."""
+    whole nodes, or of any marketplace host (no capacity promise at all: the finance review), that only
+    part-day jobs use: their cost assumes the capacity is given back each day and won again the next
+    (the new-user review)."""
     hours = {j.name: getattr(j, "hours_per_day", 24.0) for j in s.jobs}
     busy: dict[str, float] = {}
     for job in plan["jobs"]:
@@ -363,11 +364,15 @@ def _part_day_rentals(plan: dict, s) -> str:
             busy[p["offer"]] = max(busy.get(p["offer"], 0.0), hours.get(job["name"], 24.0))
     rows = [f"{f['systems']}x {f['system']} ({f['provider']}) only {busy[f['offer']]:g} h a day"
             for f in plan["fleet"] if f["acquisition"] == "on-demand" and f["offer"] in busy
-            and busy[f["offer"]] < 24 and f["accelerators"] >= PART_DAY_NODE * f["systems"]]
+            and busy[f["offer"]] < 24 and (f["accelerators"] >= PART_DAY_NODE * f["systems"]
+                                             or f.get("tier") == "marketplace")]
     if not rows:
         return ""
+    market = any(f.get("tier") == "marketplace" for f in plan["fleet"] if f["offer"] in busy)
     return (f" Rented on demand {listed(rows)}: that assumes the capacity is given back each day and won again "
-            "the next; reserve it (or set the jobs' hours_per_day to 24) where it may not be.")
+            "the next; reserve it (or set the jobs' hours_per_day to 24) where it may not be"
+            + (", and a marketplace host promises no capacity at all (policy.provider_tiers can leave them out)."
+               if market else "."))
 
 
 def _fleet(fleet: list[dict]) -> str:
