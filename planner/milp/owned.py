@@ -11,11 +11,14 @@ residual value at the end of the horizon or of the life, whichever comes first, 
 support, ops, hosting, idle power); k[o,1] its rate x 8760.
 NPV (years 1..H): P[o,t] p[o,t] is capex in year t; support (P x support fraction), ops, hosting and
 idle power are paid each year it is held; reserved contracts pay rate x f(t) x 8760 each year of the
-term (terms running past the horizon are discounted into `beyond`). A bought system leaves the fleet
-at the end of its life or of the horizon (start of year s) after a years of its life L and fetches
+term (terms running past the horizon are discounted into `beyond`); one paid up front (costs.prepaid)
+pays the whole term in its first year ('prepaid', _prepaid). A bought system leaves the fleet at the
+end of its life or of the horizon (start of year s) after a years of its life L and fetches
 P[o,tau] x costs.exit_share(a, L): the market's residual, as a one-year plan reads it (a system
-retired at the end of its life still sells), or with the trend's resale_fraction rf, max(rf, 1 - (1 - rf) a / L) at the prices of the
-day ((1 - decline)^a: used hardware tracks new prices). The accounting view (capital, per year held)
+retired at the end of its life still sells; one the horizon's end finds within its life is valued
+at the market's price itself where policy.end_of_horizon keeps it: years.kept_at_exit), or with the
+trend's resale_fraction rf, max(rf, 1 - (1 - rf) a / L) at the prices of the day ((1 - decline)^a:
+used hardware tracks new prices). The accounting view (capital, per year held)
 is costs.held_capital_usd_per_year: the purchase less the discounted sale annuitised over the years
 held, as a one-year plan's capital, so that one fleet costs the same a year in both.
 
