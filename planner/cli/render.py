@@ -11,6 +11,7 @@ from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
 from planner.data.catalog import OWNED_PROVIDER, unquoted
 from planner.data.money import unit_cost_text, usd
+from planner.physics import costs
 
 FLEET_COLUMNS = ["systems", "system", "accelerators", "acquisition", "provider", "cost_usd_per_year"]
 FLEET_HEADERS = {"cost_usd_per_year": "$/year", "accelerators": "GPUs"}
@@ -68,7 +69,7 @@ def money_notes(plan: dict) -> list[str]:
                        f"({back / paid:.0%} of the {usd(paid)} paid: the used market's price, no sale's discount; "
                        "policy.end_of_horizon keep); the yearly cost nets it off")
             continue
-        rest = horizon - at * int(horizon / at + 1e-9)
+        rest = costs.years_after_lives(horizon, at)
         when = (f"when the {horizon:g}-year horizon ends" if at >= horizon else
                 f"at the end of their {at:g}-year useful life, within the {horizon:g}-year horizon, and replaced"
                 + (f" (the last replacement sold {rest:g} year(s) old when the horizon ends; the yearly cost "

@@ -7,6 +7,7 @@ from planner.cli.tables import markdown_table, table
 from planner.data.catalog import OWNED_PROVIDER
 from planner.data.fleet_words import fleet_item
 from planner.data.money import usd
+from planner.data.years import SPENT_KEY
 
 YEAR_COLUMNS = ["year", "capex_usd", "opex_usd", "cost_usd", "budget_usd", "used", "annuitised_cost_usd",
                 "fleet", "unserved"]
@@ -47,7 +48,7 @@ def year_rows(plan: dict) -> list[dict]:
     book = plan.get("budget_basis") == "annualised"
     for y in plan["years"]:
         caps = [(what, cap, spent) for what, cap, spent in (
-            ("annualised " if book else "", y.get("budget_usd"), y["annuitised_cost_usd"] if book else y["cost_usd"]), ("capex ", y.get("budget_capex_usd"), y["capex_usd"]),
+            ("annualised " if book else "", y.get("budget_usd"), y[SPENT_KEY["annualised" if book else "cash"]]), ("capex ", y.get("budget_capex_usd"), y["capex_usd"]),
             ("opex ", y.get("budget_opex_usd"), y["opex_usd"])) if cap is not None]
         rows.append({**y, "budget_usd": "; ".join(f"{what}{cap:,.0f}" for what, cap, _ in caps) or None,
                      "used": "; ".join(f"{what}{spent / cap:.0%}" if cap else f"{what}-" for what, cap, spent in caps) or "-",

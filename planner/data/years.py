@@ -88,6 +88,10 @@ def budget_basis(s: Scenario) -> str:
     return s.budget.basis or ("cash" if s.multi_year else "annualised")
 
 
+SPENT_KEY = {"annualised": "annuitised_cost_usd", "cash": "cost_usd"}
+"""a multi-year plan's year key that budget.usd_per_year caps, by budget basis (budget_basis)"""
+
+
 def budget_key(s: Scenario) -> dict:
     """A plan's {"budget_basis": ...} where a budget caps the year's cost (budget_basis), else {}."""
     capped = s.budget.usd_per_year is not None or any(y.usd is not None for y in s.budget.years)

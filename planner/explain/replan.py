@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from planner.data import deadline
 from planner.data.errors import SolverError
-from planner.data.years import budget_basis
+from planner.data.years import SPENT_KEY, budget_basis
 from planner.explain import batch
 from planner.milp import fleet as model
 from planner.milp import prune, screening
@@ -116,8 +116,8 @@ def budget_spend(plan: dict, basis: str) -> dict[str, tuple[float, int | None, f
     if plan.get("years"):
         out = {}
         for name, (key, cap) in BUDGETS.items():
-            if name == "usd_per_year" and basis == "annualised":
-                key = "annuitised_cost_usd"
+            if name == "usd_per_year":
+                key = SPENT_KEY[basis]
             capped = [y for y in plan["years"] if y.get(cap) is not None]
             top = (min(capped, key=lambda y: (y[cap] - y[key], y["year"])) if capped
                    else max(plan["years"], key=lambda y: (y[key], -y["year"])))

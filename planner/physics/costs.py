@@ -124,7 +124,7 @@ def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: floa
     age = sale_age_years(offer, horizon_years)
     price, life = offer.purchase_usd, offer.useful_life_years
     first = held_capital_usd_per_year(price, discount_rate, life, age, residual_value_usd(offer, horizon_years, kept))
-    rest = 0.0 if horizon_years is None else horizon_years - life * math.floor(horizon_years / life + 1e-9)
+    rest = 0.0 if horizon_years is None else years_after_lives(horizon_years, life)
     if horizon_years is None or horizon_years <= life or rest < 1e-9:
         return first
     # the last replacement is held `rest` years and sold when the horizon ends (as a multi-year plan
@@ -132,6 +132,16 @@ def capital_usd_per_year(offer: Offer, discount_rate: float, horizon_years: floa
     sold = price * (market_fraction(rest) if kept else residual_fraction(rest))
     last = held_capital_usd_per_year(price, discount_rate, life, rest, sold)
     return (first * (horizon_years - rest) + last * rest) / horizon_years
+
+
+def years_after_lives(horizon_years: float, life_years: float) -> float:
+    """Years of a horizon left after the whole useful lives it holds: what the last replacement of a
+    one-period plan over a horizon longer than a life is held (capital_usd_per_year); 0 for a multiple.
+
+    >>> years_after_lives(7, 5), years_after_lives(10, 5), years_after_lives(3, 5)
+    (2.0, 0.0, 3.0)
+    """
+    return float(horizon_years - life_years * math.floor(horizon_years / life_years + 1e-9))
 
 
 def exit_share(age_years: float, life_years: float, resale_fraction: float | None = None,

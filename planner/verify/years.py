@@ -5,7 +5,7 @@ from __future__ import annotations
 from planner.data.catalog import Catalog
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
-from planner.data.years import budget_basis
+from planner.data.years import SPENT_KEY, budget_basis
 from planner.verify.common import (
     REL,
     TIGHT,
@@ -44,7 +44,7 @@ def verify_years(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None
                 f"this year and at most {ahead} in any year from it")
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"], REL, USD),
                 f"year {t}: cost ${y['cost_usd']:,.2f} is not capex + opex")
-        spent = y["annuitised_cost_usd"] if budget_basis(s) == "annualised" else y["cost_usd"]
+        spent = y[SPENT_KEY[budget_basis(s)]]
         for key, amount in (("budget_usd", spent), ("budget_capex_usd", y["capex_usd"]),
                             ("budget_opex_usd", y["opex_usd"])):
             cap = y.get(key)

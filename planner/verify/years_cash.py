@@ -33,7 +33,7 @@ from collections import defaultdict
 from planner.data.catalog import Catalog
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
-from planner.data.years import budget_basis, kept_at_exit, life_years, trend_for
+from planner.data.years import SPENT_KEY, budget_basis, kept_at_exit, life_years, trend_for
 from planner.physics import costs
 from planner.verify.common import REL, USD, Verification, close
 from planner.verify.fleet import complexity_usd
@@ -165,7 +165,7 @@ def check_year_money(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> 
         v.check("costs", close(y["cost_usd"], y["capex_usd"] + y["opex_usd"]),
                 f"year {t}: cost ${y['cost_usd']:,.2f} is not capex + opex")
         if y.get("budget_usd"):
-            spent = y["annuitised_cost_usd"] if budget_basis(s) == "annualised" else y["cost_usd"]
+            spent = y[SPENT_KEY[budget_basis(s)]]
             v.check("budget", close(y.get("budget_used") or 0.0, spent / y["budget_usd"], 0.0, 6e-5),
                     f"year {t}: budget_used {y.get('budget_used')} of ${y['budget_usd']:,.0f} for ${spent:,.2f} "
                     f"({budget_basis(s)})")
