@@ -9,7 +9,10 @@ overhead_vllm and overhead_llamacpp (TensorRT-LLM is the base; SGLang has no pub
 then ep_efficiency alone on the rows served with expert parallelism (layout ep-dp; --expert-parallel
 refits only it). max_batch keeps its engine default (the data do not constrain it), the training factors (train_act_bytes, train_tp_exposed, train_fp4_efficiency) on the MLPerf
 Training speed ratios of benchmarks/training_ratios.py and train_mfu on one published absolute
-training rate (ANCHOR; --training refits only these), and
+training rate (ANCHOR), qlora_dequant_bytes on the Qwen README's LoRA against Q-LoRA profile
+and the torchtune README's (training_ratios.py QLORA_ROWS, TORCHTUNE_QLORA: the median bytes per
+parameter their difference implies; --training
+refits only these), and
 mem_util / reserve_gb keep the engines' documented defaults. There is no per-model,
 per-accelerator or per-row factor: every row is predicted from catalog facts and these globals
 by benchmarks/fidelity.py. Rows marked fit = 0 in the data (documented outliers) are left out.
@@ -296,13 +299,15 @@ def training_fit_report(start: Calibration) -> Calibration:
     tr = _training()
     before = [r[4] for r in tr.ratio_errors(accs, models, start)]
     cal = fit_expert_exposure(fit_training(start, accs, models), accs, models)
-    names = [n for n, _, _ in TRAIN_BOUNDS] + ["train_mfu", "train_ep_exposed"]
+    cal = cal.with_(qlora_dequant_bytes=round(tr.fitted_dequant_bytes(accs, models, cal), 2))
+    names = [n for n, _, _ in TRAIN_BOUNDS] + ["train_mfu", "train_ep_exposed", "qlora_dequant_bytes"]
     base = start.fitted_on.split("; training")[0].split("; ep_efficiency")[0]
     ep = start.fitted_on.split("; ep_efficiency", 1)
     cal = cal.with_(**{n: round(getattr(cal, n), 4) for n in names},
                     fitted_on=f"{base}; training factors {dt.date.today().isoformat()} on the "
                               f"{len(before)} MLPerf Training ratios of benchmarks/training_ratios.py, "
-                              f"its Megatron-Bridge anchor and its DeepSeek-V3 rates"
+                              f"its Megatron-Bridge anchor and its DeepSeek-V3 rates, qlora_dequant_bytes on "
+                              f"the Qwen and torchtune READMEs' LoRA and QLoRA profiles"
                               + (f"; ep_efficiency{ep[1]}" if len(ep) > 1 else ""))
     after = [r[4] for r in tr.ratio_errors(accs, models, cal)]
     print(f"training before: {tr.summary(before)}")

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.fidelity import load_tables  # noqa: E402
 from planner.data.catalog import load_catalog  # noqa: E402
-from planner.physics import training  # noqa: E402
+from planner.physics import arch, training  # noqa: E402
 from planner.physics.calibration import Calibration, default  # noqa: E402
 
 TARGET = 10.0
@@ -175,6 +175,52 @@ def summary(errs: list[float]) -> str:
     return (f"{len(errs)} ratios: median |error| {statistics.median(abs(e) for e in errs):.1f}%, "
             f"signed median {statistics.median(errs):+.1f}%, worst {max(abs(e) for e in errs):.1f}%")
 
+# QLoRA's dequantisation (train_step.dequant_s, calibration qlora_dequant_bytes), two public profiles
+# of LoRA against QLoRA on one card:
+# - QwenLM/Qwen README.md "Profiling of Memory and Speed": one A100-SXM4-80G, CUDA 11.8, PyTorch
+#   2.0, flash attention 2, batch 1, gradient accumulation 8 (s/iter is 8 micro-batches of one
+#   sequence), LoRA against Q-LoRA (the Int4 model) at 256-8,192 tokens. The Qwen(1) models are not
+#   in the catalog: their non-embedding parameters are layers x (4 h^2 + 3 h f) from their configs
+#   (hidden h, layers, per-projection MLP width f; Qwen technical report, arXiv 2309.16609, Table 1):
+#   1.8B 24 x (2048, 5,504), 7B 32 x (4096, 11,008), 14B 40 x (5120, 13,696).
+# - pytorch/torchtune README.md "Memory and training speed": Llama 3.1 8B on one RTX 4090, batch 2
+#   (one micro-batch of two sequences), packed to 2,048 tokens, torch.compile: LoRA 3,083 tokens/s,
+#   QLoRA 2,413.
+QLORA_SEQ = (256, 512, 1024, 2048, 4096, 8192)
+QLORA_ROWS = [
+    ("qwen-1.8b", 24, 2048, 5504, (1.0, 1.0, 1.1, 1.7, 3.3, 6.8), (1.4, 1.4, 1.4, 2.0, 3.4, 6.5)),
+    ("qwen-7b", 32, 4096, 11008, (1.2, 1.5, 2.8, 5.2, 10.1, 21.3), (3.0, 3.0, 3.5, 7.0, 11.6, 22.3)),
+    ("qwen-14b", 40, 5120, 13696, (1.6, 2.4, 4.4, 8.4, 17.0, 36.0), (5.3, 6.3, 8.2, 11.8, 20.1, 38.3)),
+]
+QLORA_MICRO_BATCHES, QLORA_ACCELERATOR = 8, "a100-80gb"
+TORCHTUNE_QLORA = ("llama-3.1-8b", "rtx-4090", 2, 2048, 3083.0, 2413.0)
+"""(model, accelerator, sequences per micro-batch, tokens each, LoRA tokens/s, QLoRA tokens/s)"""
+
+
+def qlora_dequant_bytes(accs, models, cal: Calibration) -> list[tuple[str, int, float, float]]:
+    """Each profile's row and length: (model, tokens per micro-batch, the extra seconds per
+    micro-batch measured, the qlora_dequant_bytes that extra implies: extra x eta_bw x bandwidth /
+    non-embedding weights)."""
+    out = []
+    bandwidth = cal.eta_bw * accs[QLORA_ACCELERATOR].mem_bw_tbps * 1e12
+    for name, layers, h, f, lora, qlora in QLORA_ROWS:
+        weights = layers * (4 * h * h + 3 * h * f)
+        for seq, a, b in zip(QLORA_SEQ, lora, qlora):
+            extra = (b - a) / QLORA_MICRO_BATCHES
+            out.append((name, seq, extra, extra * bandwidth / weights))
+    mid, aid, sequences, seq, lora_rate, qlora_rate = TORCHTUNE_QLORA
+    tokens = sequences * seq
+    extra = tokens / qlora_rate - tokens / lora_rate
+    weights = arch.param_counts(models[mid])["non_embedding"]
+    out.append((f"{mid} {aid}", tokens, extra, extra * cal.eta_bw * accs[aid].mem_bw_tbps * 1e12 / weights))
+    return out
+
+
+def fitted_dequant_bytes(accs, models, cal: Calibration) -> float:
+    """The median of qlora_dequant_bytes' implied values: robust to the rows where the two times
+    differ by less than the Qwen table's 0.1 s rounding (long sequences)."""
+    return statistics.median(r[3] for r in qlora_dequant_bytes(accs, models, cal))
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -200,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     print("PCIe scale-out, Llama 2 70B LoRA fp8, speed against 8 H100 SXM (v4.0, NeMo 24.04):")
     for aid, n, measured, planner, e in pcie_speedups(accs, models, cal):
         print(f"  {n:>5}x {aid:9} measured {measured:>5.2f}x planner {planner:>5.2f}x {e:>+7.1f}%")
+    print(f"QLoRA dequantisation, Qwen README ({QLORA_ACCELERATOR}) and torchtune README (qlora_dequant_bytes "
+          f"{cal.qlora_dequant_bytes:g} is the median of the implied bytes per parameter):")
+    for name, tokens, extra, implied in qlora_dequant_bytes(accs, models, cal):
+        print(f"  {name:20} {tokens:>5} tokens per micro-batch  QLoRA - LoRA {extra * 1000:>6.0f} ms  implies {implied:>6.1f} B")
+    print(f"  median {fitted_dequant_bytes(accs, models, cal):.1f} B")
     if "--loo" in argv:
         from benchmarks.calibrate import fit_training
         loo = []

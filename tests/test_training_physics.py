@@ -290,3 +290,29 @@ def test_an_rl_trainer_pays_for_its_log_prob_passes(plan_cli, tmp_path):
             assert "2 log-prob passes over each token" in " ".join(job["checks"].values() if isinstance(job["checks"], dict)
                                                                   else map(str, job["checks"]))
     assert hours[2] == pytest.approx(hours[0] * 10 / 6, rel=0.02)  # accelerator-hours per day
+
+
+def test_qlora_pays_its_dequantisation_per_micro_batch_so_short_sequences_slow_most():
+    # Qwen README, one A100-80G: Q-LoRA took 1.35x LoRA's time at 2,048 tokens (7B: 7.0 / 5.2 s/it)
+    # and 1.05x at 8,192 (22.3 / 21.3). The planner adds the same fixed time per micro-batch.
+    m, acc = MODELS["qwen2.5-7b"], ACCS["a100-80gb"]
+
+    def per_token(method, seq):
+        return train_step.seconds_per_token(m, acc, method, seq, "bf16", CAL, count=1)
+    extra = {seq: per_token("qlora", seq).total_s - per_token("lora", seq).total_s for seq in (256, 2048, 8192)}
+    # the same seconds per micro-batch at every length: the non-embedding weights x the fitted bytes
+    per_micro_batch = 6.53e9 * CAL.qlora_dequant_bytes / (CAL.eta_bw * acc.mem_bw_tbps * 1e12)
+    for seq, s in extra.items():
+        assert s * seq == pytest.approx(per_micro_batch, rel=0.02)
+    assert 0.15 < per_micro_batch < 0.3  # the README's 7B rows: 0.09-0.23 s per micro-batch
+    ratio = {seq: per_token("qlora", seq).total_s / per_token("lora", seq).total_s for seq in (2048, 8192)}
+    assert ratio[2048] > 1.25 and 1.0 < ratio[8192] < 1.15
+
+
+def test_qlora_dequantisation_factor_is_what_the_script_fits_on_the_qwen_rows():
+    tr = _bench("training_ratios")
+    assert CAL.qlora_dequant_bytes == pytest.approx(tr.fitted_dequant_bytes(ACCS, MODELS, CAL), abs=0.01)
+    rows = tr.qlora_dequant_bytes(ACCS, MODELS, CAL)
+    assert len(rows) == 19 and 40 < statistics.median(r[3] for r in rows) < 60
+    # torchtune's 4090 row (one micro-batch of 2 x 2,048 tokens) implies about what the Qwen rows do
+    assert 35 < rows[-1][3] < 50

@@ -53,6 +53,12 @@ class Calibration:
     """Share of the FP4 dense peak an NVFP4 training step's matmuls reach relative to the
     accelerator's measured matmul efficiency (block-scale quantisation of the operands, the
     higher-precision parts of the recipe). Fitted on the MLPerf Training v5.1 NVFP4 rows."""
+    qlora_dequant_bytes: float = 48.0
+    """Bytes per non-embedding parameter a QLoRA step's dequantisation of its NF4 weights costs per
+    micro-batch, at the decode bandwidth (eta_bw x peak) (planner.physics.train_step.dequant_s).
+    Fitted on the Qwen and torchtune READMEs' profiles of LoRA against QLoRA on one card
+    (benchmarks/training_ratios.py QLORA_ROWS, TORCHTUNE_QLORA): the median over their rows of the
+    bytes the extra time per micro-batch implies."""
     mem_util: float = 0.90
     """Fraction of the memory left after weights and the runtime reserve that a serving engine gives
     the KV cache (TRT-LLM kv_cache_free_gpu_mem_fraction 0.9; trtllm-bench uses 0.95)."""

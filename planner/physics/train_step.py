@@ -3,7 +3,7 @@
 Per token, in accelerator-seconds (n accelerators together take tokens x t / n, before the
 scale-out efficiency of physics.training):
 
-    t = t_matmul + t_memory + tp x t_tp
+    t = t_matmul + t_memory + tp x t_tp + t_dequant
 
   t_matmul = k/2 x 2 N_matmul / (train_mfu x achievable(precision) x q(precision))
            + k/2 x attention FLOPs at a mean context of seq/2 / (train_mfu x achievable(attn))
@@ -28,6 +28,19 @@ scale-out efficiency of physics.training):
       hidden behind matmuls (NeMo overlaps TP communication with the GEMMs). Each of the tp
       accelerators of a replica moves these bytes for every token the replica processes, so it
       costs tp x t_tp accelerator-seconds per token.
+  t_dequant (QLoRA only) = N_layers x qlora_dequant_bytes / (eta_bw x memory bandwidth) / seq
+      the frozen NF4 weights dequantised to bf16 before every matmul that reads them (the forward,
+      its recompute, the backward's input gradient), once per micro-batch of one `seq`-token
+      sequence, so the share it adds falls as sequences grow:
+      N_layers = the non-embedding parameters (the embeddings stay in 16 bits); qlora_dequant_bytes
+      is fitted on two public profiles of LoRA against QLoRA on one card, the Qwen README's (A100,
+      256-8,192 tokens) and torchtune's (RTX 4090, 2 x 2,048 tokens per micro-batch)
+      (benchmarks/training_ratios.py QLORA_ROWS: 48 B, about 3x what streaming the bytes once would
+      take; the dequantisation kernels do not reach the bandwidth). A micro-batch is one sequence, as
+      the memory sizing assumes; a run that packs more sequences into one pays less per token. Each
+      of a TP group's accelerators
+      dequantises its 1/tp of the weights for the group's micro-batch, so the accelerator-seconds
+      per token do not depend on tp.
   tp = the smallest power of two (at most 8, at most the scale-up domain; 1 on PCIe-only cards)
       at which one replica's bf16 weights (NF4 for QLoRA) / tp + one micro-batch's activations +
       the runtime reserve fit the accelerator: what NeMo's recipes choose for Llama 2 70B LoRA
@@ -76,10 +89,21 @@ class StepTime:
     tp: int
     ep_comm_s: float = 0.0
     """an MoE's expert-parallel all-to-all, the share not hidden (expert_all_to_all_s)"""
+    dequant_s: float = 0.0
+    """QLoRA's NF4 weights dequantised once per micro-batch (dequant_s)"""
 
     @property
     def total_s(self) -> float:
-        return self.matmul_s + self.memory_s + self.tp_comm_s + self.ep_comm_s
+        return self.matmul_s + self.memory_s + self.tp_comm_s + self.ep_comm_s + self.dequant_s
+
+
+def dequant_s(m: Model, acc: Accelerator, method: str, seq: int, cal: Calibration) -> float:
+    """Accelerator-seconds per token QLoRA spends dequantising its frozen NF4 weights (t_dequant in
+    the module docstring); 0 for every other method."""
+    if method != "qlora":
+        return 0.0
+    weights = arch.param_counts(m)["non_embedding"]
+    return weights * cal.qlora_dequant_bytes / (cal.eta_bw * acc.mem_bw_tbps * 1e12) / max(seq, 1)
 
 
 def expert_all_to_all_s(m: Model, acc: Accelerator, method: str, count: int | None, cal: Calibration,
@@ -146,4 +170,5 @@ def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precisi
     per_collective = 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
     link = cal.link_efficiency * acc.scaleup_gbps * GB
     comm = m.layers * 4 * per_collective / link * cal.train_tp_exposed
-    return StepTime(matmul, memory, tp * comm, tp, expert_all_to_all_s(m, acc, method, count, cal, scaleout_gbps))
+    return StepTime(matmul, memory, tp * comm, tp, expert_all_to_all_s(m, acc, method, count, cal, scaleout_gbps),
+                    dequant_s(m, acc, method, seq, cal))
