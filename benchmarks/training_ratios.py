@@ -90,14 +90,22 @@ ABSOLUTE = [
 ]
 
 
-# The same summary's MoE pretraining, DeepSeek-V3 (FP8/MXFP8; NeMo 25.09 / 26.04.01 / 26.06;
-# scaleout-moe.md s1.6): the expert all-to-all's unhidden share (train_ep_exposed) is fitted on
-# these (benchmarks/calibrate.py --training); each runs on its accelerator's best-networked catalog
-# system (systems.scaleout_gbps).
+# The same summary's MoE pretraining, token-dropless, the newest container per model and system
+# (scaleout-moe.md s1.6: NeMo 25.09 / 25.11 / 26.04.01 / 26.06; FP8, MXFP8 or, GPT-OSS-120B on
+# H100, BF16), at the 4,096-token sequences of every MoE row of the summary (its 25.11 and 26.02
+# tables): the expert all-to-all's unhidden share (train_ep_exposed) and the routed copies'
+# memory-bound work (train_moe_bytes) are fitted on these (benchmarks/calibrate.py --training);
+# each runs on its accelerator's best-networked catalog system (systems.scaleout_gbps).
+MOE_SEQ = 4096
 MOE_ABSOLUTE = [
-    ("deepseek-v3", "h100-sxm", 1024, 1_297), ("deepseek-v3", "b200", 256, 3_328),
-    ("deepseek-v3", "b300", 256, 3_541), ("deepseek-v3", "gb200", 256, 4_969),
-    ("deepseek-v3", "gb300", 256, 6_338),
+    ("deepseek-v3", "h100-sxm", 1024, 1_297, "fp8"), ("deepseek-v3", "b200", 256, 3_328, "fp8"),
+    ("deepseek-v3", "b300", 256, 3_541, "fp8"), ("deepseek-v3", "gb200", 256, 4_969, "fp8"),
+    ("deepseek-v3", "gb300", 256, 6_338, "fp8"),
+    ("qwen3-235b-a22b", "h100-sxm", 256, 1_575, "fp8"), ("qwen3-235b-a22b", "gb200", 256, 7_376, "fp8"),
+    ("qwen3-235b-a22b", "gb300", 256, 9_015, "fp8"),
+    ("gpt-oss-120b", "h100-sxm", 64, 5_630, "bf16"), ("gpt-oss-120b", "b300", 64, 18_534, "fp8"),
+    ("gpt-oss-120b", "gb200", 64, 28_947, "fp8"), ("gpt-oss-120b", "gb300", 64, 33_166, "fp8"),
+    ("qwen3-30b-a3b", "h100-sxm", 16, 5_275, "fp8"),
 ]
 
 # PCIe scale-out (training.PCIE_FLAT, PER_DOUBLING_PCIE): MLPerf Training v4.0 NVIDIA Llama 2 70B LoRA
@@ -126,8 +134,8 @@ def pcie_speedups(accs, models, cal: Calibration) -> list[tuple[str, int, float,
 def moe_rates(accs, models, cal: Calibration) -> list[tuple[str, str, int, float, float, float]]:
     """(model, accelerator, GPUs, measured, planner tokens/s per GPU, error %) for MOE_ABSOLUTE."""
     out = []
-    for mid, aid, n, measured in MOE_ABSOLUTE:
-        est = training.estimate(models[mid], accs[aid], "pretrain", 1e9, n, seq=SEQ, precision="fp8", cal=cal,
+    for mid, aid, n, measured, precision in MOE_ABSOLUTE:
+        est = training.estimate(models[mid], accs[aid], "pretrain", 1e9, n, seq=MOE_SEQ, precision=precision, cal=cal,
                                 scaleout_gbps=load_catalog().best_scaleout_gbps(aid))
         rate = 1e9 / (est.hours * 3600) / n
         out.append((mid, aid, n, measured, rate, (rate / measured - 1) * 100))
@@ -238,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nabsolute tokens/s per GPU, FP8 pretraining, Megatron-Bridge (first row anchors train_mfu):")
     for mid, aid, n, measured, rate, e in absolute_rates(accs, models, cal):
         print(f"  {mid:15} {n:>5}x {aid:9} measured {measured:>7,.0f} planner {rate:>7,.0f} {e:>+7.1f}%")
-    print(f"MoE pretraining (train_ep_exposed {cal.train_ep_exposed:g} fitted on these):")
+    print(f"MoE pretraining (train_ep_exposed {cal.train_ep_exposed:g} and train_moe_bytes {cal.train_moe_bytes:g} "
+          "fitted on these):")
     moe = moe_rates(accs, models, cal)
     for mid, aid, n, measured, rate, e in moe:
         print(f"  {mid:15} {n:>5}x {aid:9} measured {measured:>7,.0f} planner {rate:>7,.0f} {e:>+7.1f}%")

@@ -53,6 +53,11 @@ class Calibration:
     """Share of the FP4 dense peak an NVFP4 training step's matmuls reach relative to the
     accelerator's measured matmul efficiency (block-scale quantisation of the operands, the
     higher-precision parts of the recipe). Fitted on the MLPerf Training v5.1 NVFP4 rows."""
+    train_moe_bytes: float = 0.0
+    """Bytes of memory-bound work per token per MoE layer per routed expert it uses per hidden unit
+    in a training step (routing, permutation, the expert's SwiGLU and casts; planner.physics.
+    train_step.moe_s). Fitted with train_ep_exposed on Megatron-Bridge's MoE pretraining rates
+    (benchmarks/training_ratios.py MOE_ABSOLUTE)."""
     qlora_dequant_bytes: float = 48.0
     """Bytes per non-embedding parameter a QLoRA step's dequantisation of its NF4 weights costs per
     micro-batch, at the decode bandwidth (eta_bw x peak) (planner.physics.train_step.dequant_s).

@@ -3,7 +3,7 @@
 Per token, in accelerator-seconds (n accelerators together take tokens x t / n, before the
 scale-out efficiency of physics.training):
 
-    t = t_matmul + t_memory + tp x t_tp + t_dequant
+    t = t_matmul + t_memory + tp x t_tp + t_moe + t_dequant
 
   t_matmul = k/2 x 2 N_matmul / (train_mfu x achievable(precision) x q(precision))
            + k/2 x attention FLOPs at a mean context of seq/2 / (train_mfu x achievable(attn))
@@ -28,6 +28,14 @@ scale-out efficiency of physics.training):
       hidden behind matmuls (NeMo overlaps TP communication with the GEMMs). Each of the tp
       accelerators of a replica moves these bytes for every token the replica processes, so it
       costs tp x t_tp accelerator-seconds per token.
+  t_moe (MoE models) = moe_layers x experts_per_token x train_moe_bytes x hidden / tp / (eta_bw x
+      memory bandwidth): the memory-bound work each routed copy of a token adds in an MoE layer,
+      forward and backward (the router's top-k, the permute to its experts and back, the expert's
+      SwiGLU, its quantisation casts, the grouped GEMMs' small-tile overheads), split over tp as
+      t_memory is. train_moe_bytes is fitted, with train_ep_exposed, on Megatron-Bridge's MoE
+      pretraining rates (benchmarks/training_ratios.py MOE_ABSOLUTE: DeepSeek-V3, Qwen3-235B-A22B,
+      GPT-OSS-120B, Qwen3-30B-A3B): without it the planner was 28% fast on their median and 44-165%
+      fast on the finer-grained models on H100 (the training review).
   t_dequant (QLoRA only) = N_layers x qlora_dequant_bytes / (eta_bw x memory bandwidth) / seq
       the frozen NF4 weights dequantised to bf16 before every matmul that reads them (the forward,
       its recompute, the backward's input gradient), once per micro-batch of one `seq`-token
@@ -91,10 +99,21 @@ class StepTime:
     """an MoE's expert-parallel all-to-all, the share not hidden (expert_all_to_all_s)"""
     dequant_s: float = 0.0
     """QLoRA's NF4 weights dequantised once per micro-batch (dequant_s)"""
+    moe_s: float = 0.0
+    """an MoE's memory-bound work per routed copy of a token (moe_s)"""
 
     @property
     def total_s(self) -> float:
-        return self.matmul_s + self.memory_s + self.tp_comm_s + self.ep_comm_s + self.dequant_s
+        return self.matmul_s + self.memory_s + self.tp_comm_s + self.ep_comm_s + self.dequant_s + self.moe_s
+
+
+def moe_s(m: Model, acc: Accelerator, tp: int, cal: Calibration) -> float:
+    """Accelerator-seconds per token of an MoE's routed copies' memory-bound work (t_moe in the
+    module docstring); 0 for a dense model."""
+    if not m.is_moe:
+        return 0.0
+    copies = arch.param_counts(m)["moe_layers"] * m.experts_per_token
+    return copies * cal.train_moe_bytes * m.hidden_size / tp / (cal.eta_bw * acc.mem_bw_tbps * 1e12)
 
 
 def dequant_s(m: Model, acc: Accelerator, method: str, seq: int, cal: Calibration) -> float:
@@ -171,4 +190,4 @@ def seconds_per_token(m: Model, acc: Accelerator, method: str, seq: int, precisi
     link = cal.link_efficiency * acc.scaleup_gbps * GB
     comm = m.layers * 4 * per_collective / link * cal.train_tp_exposed
     return StepTime(matmul, memory, tp * comm, tp, expert_all_to_all_s(m, acc, method, count, cal, scaleout_gbps),
-                    dequant_s(m, acc, method, seq, cal))
+                    dequant_s(m, acc, method, seq, cal), moe_s(m, acc, tp, cal))
