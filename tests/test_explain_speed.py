@@ -5,8 +5,6 @@ MILPs' share of the time (a variant it leaves out is said so, in the plan and it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from conftest import SCENARIOS
@@ -253,18 +251,6 @@ def test_the_variants_share_of_time_counts_from_the_first_added(monkeypatch):
         assert {runner.out[v.key]["status"] for v in forced} == {"skipped"}
         assert all(runner.out[v.key]["cut_short"] for v in forced)
         assert replan.OWN_TIME in b.cuts
-
-
-def test_a_small_plan_does_not_load_numpy():
-    """bank.yaml's whole command, explanations full, in a fresh process: numpy (and highspy) are
-    loaded only by the bounds of large scenarios (milp/lagrangian.py, relaxation.py), about 60 ms
-    of a command that benchmarks/milp.py --only bank holds to 2x the dependencies' import time."""
-    code = ("import sys; from planner.cli import main; sys.argv = ['plan', sys.argv[1], '--format', 'json', '--quiet']\n"
-            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-            "print(sorted(m for m in ('numpy', 'highspy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code, str(SCENARIOS / "bank.yaml")], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_what_n_plus_1_costs_is_what_planning_without_it_saves(plan_cli, tmp_path):

@@ -246,19 +246,23 @@ class Explanation(Part):
 UNSERVED_JOBS = ("max-coverage plans: the jobs this fleet leaves more unserved than the plan does, job -> "
                  "the largest share of any of its parts left unserved (1: none of it served); its lower "
                  "cost buys less coverage, not a cheaper way to serve the same users")
+AT_LEAST = ("the least the difference can be where the re-plan stopped within its own gap (1%) above the "
+            "bound its search proved: the difference lies between this and cost_delta_usd_per_year")
 
 
 class Alternative(Part):
     """Why not accelerator A: one row per catalog accelerator the plan does not use."""
 
     accelerator: str = Field(description="catalog accelerator id")
-    status: Literal["costlier", "serves-less", "infeasible"] = Field(
+    status: Literal["costlier", "serves-less", "infeasible", "not-evaluated"] = Field(
         description="costlier: a plan using it exists; serves-less: the best plan using it leaves more of "
                     "the demand unserved than the plan (a budget-capped, max-coverage plan; unserved_jobs "
-                    "says which; its cost_delta may be negative); infeasible: none does")
+                    "says which; its cost_delta may be negative); infeasible: none does; not-evaluated: "
+                    "neither re-planned nor ruled out by its LP bound (the reason says why)")
     cost_delta_usd_per_year: float | None = Field(description="USD per year more than the plan (negative: "
                                                                  "less); null when not evaluated or infeasible")
     fleet: list[FleetItem] | None = Field(description="the cheapest fleet using it; null when none")
+    cost_delta_at_least_usd_per_year: float = absent(AT_LEAST)
     unserved_jobs: dict[str, float] = absent(UNSERVED_JOBS)
     reason: str = Field(description="the reason in words")
     basis: Literal["milp", "lp-bound", "reason"] | None = absent(
@@ -275,6 +279,7 @@ class NextBest(Part):
                                                                  "there is none")
     excluded_systems: list[str] = Field(description="catalog system ids left out")
     excluded_acquisition: str = absent("the acquisition mode left out (next_best_acquisition only)")
+    cost_delta_at_least_usd_per_year: float = absent(AT_LEAST)
     unserved_jobs: dict[str, float] = absent(UNSERVED_JOBS)
     message: str = Field(description="the next-best fleet in words")
 

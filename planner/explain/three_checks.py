@@ -276,7 +276,9 @@ def summary(plan: dict, s) -> str:
     elif nb and nb.get("cost_delta_usd_per_year") is not None:
         delta = nb["cost_delta_usd_per_year"]
         within = max(1.0, (plan["solver"].get("gap") or 0.0) * plan["total_cost_usd_per_year"])
-        text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${delta:,.0f} more per year." if delta > 0 else
+        least = nb.get("cost_delta_at_least_usd_per_year")
+        more = f"${delta:,.0f}" if least is None or least >= delta - 0.5 else f"${max(least, 0.0):,.0f} to ${delta:,.0f}"
+        text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs {more} more per year." if delta > 0 else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap."
                  if -delta <= within else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${-delta:,.0f} less per year: the plan above "

@@ -37,6 +37,7 @@ from planner.explain.replan import (
     coverage_lost,
     coverage_text,
     cut_words,
+    proven_within,
 )
 from planner.milp.fleet import FleetModel
 from planner.options.eligibility import site_exclusion
@@ -258,27 +259,27 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         if acc not in with_options:
             row["reason"] = _no_option_reason(acc, opts)
         elif got is None and acc not in bounds:
-            row.update(status="costlier", reason="not evaluated: the command's time limit ran out first "
+            row.update(status="not-evaluated", reason="not evaluated: the command's time limit ran out first "
                                                  "(raise --time-limit to see it)")
         elif got is None and bounds.get(acc) == math.inf:
             row["reason"] = (limits or {}).get(acc) or NO_PLAN
         elif got is None and bounds.get(acc) is not None and objective is not None:
             why = _unplanned(skipped, outcomes, "nearer")
             worse = bounds[acc] > objective + tol
-            row.update(status="costlier", basis="lp-bound", reason=(
+            row.update(status="costlier" if worse else "not-evaluated", basis="lp-bound", reason=(
                 f"every plan {note} serves less of the demand, by priority, within the scenario's limits, or as "
                 f"much at a higher cost (the LP relaxation's bound on the plan's coverage-first objective; not "
                 f"re-planned, {why})" if worse else
                 f"not re-planned ({why}); the LP relaxation of a plan {note} does not rule out one as good as the plan"))
         elif got is None and bounds.get(acc) is not None and bounds[acc] <= base + tol:
             why = _unplanned(skipped, outcomes, "nearer")
-            row.update(status="costlier", basis="lp-bound",
+            row.update(status="not-evaluated", basis="lp-bound",
                        reason=f"not re-planned ({why}); the LP relaxation of the cheapest plan {note}, "
                               f"{_usd(bounds[acc])}/yr, does not rule out one as cheap as the plan")
         elif got is None and bounds.get(acc) is not None:
             delta = bounds[acc] - base
             why = _unplanned(skipped, outcomes, "cheaper")
-            row.update(status="costlier", cost_delta_usd_per_year=round(delta, 2), basis="lp-bound",
+            row.update(status="costlier", cost_delta_usd_per_year=float(math.floor(delta)), basis="lp-bound",
                        reason=f"the cheapest plan {note} costs at least {_usd(math.floor(bounds[acc]))}/yr "
                               f"(+{_usd(math.floor(delta))} "  # (a bound shown rounded down: never above a plan)
                               f"or more: the LP relaxation's bound; not re-planned, {why})")
@@ -287,7 +288,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
         elif got["status"] == "infeasible":
             row["reason"] = (limits or {}).get(acc) or NO_PLAN
         elif got["status"] not in ("optimal", "feasible"):
-            row.update(status="costlier", basis="milp",
+            row.update(status="not-evaluated", basis="milp",
                        reason="not evaluated: the re-plan found no fleet within its work limit "
                               f"({MAX_NODES:,} nodes){cut_words(got, ' and was ', '')}")
         else:
@@ -295,16 +296,17 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             delta = 0.0 if abs(delta) <= tol else delta
             bound = "" if got["status"] == "optimal" else "at most "
             lost = coverage_lost(plan, got)
-            sign = f"+{_usd(delta)}" if delta >= 0 else f"{_usd(-delta)} less than the plan" + (
-                "" if lost else ", within the solver's gap or the plan's candidate pairs")
+            within, least = proven_within(got, base)
+            sign = (f"+{_usd(delta)}" if delta > 0 else "the plan's cost, within the solver's gap" if delta == 0 else
+                    f"{_usd(-delta)} less than the plan" + ("" if lost else ", within the solver's gap or the plan's candidate pairs"))
             row.update(status="serves-less" if lost else "costlier", cost_delta_usd_per_year=round(delta, 2),
                        fleet=got["fleet"], basis="milp",
                        reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
-                              f"({sign}{coverage_text(plan, lost)}): " + fleet_text(got["fleet"])
-                              + cut_words(got),
-                       **({"unserved_jobs": lost} if lost else {}))
+                              f"({sign}{within if delta > 0 else ''}{coverage_text(plan, lost)}): "
+                              + fleet_text(got["fleet"]) + cut_words(got),
+                       **({"unserved_jobs": lost} if lost else {}), **(least if delta > 0 else {}))
         rows.append(row)
-    order = {"costlier": 0, "serves-less": 1, "infeasible": 2}
+    order = {"costlier": 0, "serves-less": 1, "not-evaluated": 2, "infeasible": 3}
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
                              r["cost_delta_usd_per_year"] or 0.0, r["accelerator"]))
     return rows
@@ -368,10 +370,11 @@ def _next(plan: dict, got: dict, without: str, keys: dict, what: str) -> dict:
                 "message": f"no other fleet meets the scenario without {without} ({got['status']})"}
     delta = got["cost"] - plan["total_cost_usd_per_year"]
     lost = coverage_lost(plan, got)
+    within, least = proven_within(got, plan["total_cost_usd_per_year"])
     return {"fleet": got["fleet"], "cost_usd_per_year": got["cost"], "cost_delta_usd_per_year": round(delta, 2),
-            **keys, **({"unserved_jobs": lost} if lost else {}),
+            **keys, **({"unserved_jobs": lost} if lost else {}), **least,
             "message": f"{what} without {without}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
-                       f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year"
+                       f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year{within}"
                        f"{'; the best found within ' + format(MAX_NODES, ',') + ' nodes' if got['status'] != 'optimal' else ''}"
                        f"{cut_words(got, '; ', '')}{coverage_text(plan, lost)})"}

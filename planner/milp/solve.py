@@ -16,6 +16,7 @@ import functools
 import math
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from planner.data import deadline
 from planner.data.errors import InputError, Problem, SolverError
 from planner.milp import cbclog
 from planner.milp.fleet import FleetModel
+from planner.milp.relaxation import available as relaxation_available
 from planner.milp.relaxation import stdout_silenced
 
 OK = ("optimal", "feasible")
@@ -44,6 +46,14 @@ plan the next-best fleet found cheaper); without it, with PuLP's bundled CBC 2.1
 finds $243,310 (tests/test_fuzz_regressions.py). A shortlist's last search, whose proof no plan rests
 on (its gap is measured against the full model's bound), keeps it (solve: 200 generated jobs seed 3
 at 30 s, 3.6% with it, 5.6% without)."""
+
+LP_ENGINE = "highs"
+"""the solver of every LP (mip=False: the explanations' prices and bounds) where the scenario's is
+CBC and highspy can be imported (it is a dependency): the cbcbox build's LP of a budget-capped plan
+(the UX review's on-prem scenario, cash budget $760,000) ended "optimal" at $297,179 where HiGHS's
+optimum is $292,922, with row duals of the wrong sign: one more concurrent user priced at -$1,441 a
+year, one more run at -$283. HiGHS's duals there are $295 and $22, and one more run re-solved costs
+$0.39 more."""
 
 
 @dataclass
@@ -129,13 +139,25 @@ def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: 
         raise InputError(Problem("solver 'highs' is not installed", "solver.name",
                                  'pip install ".[highs]" (or pip install highspy), or use solver.name: cbc'))
     params = {"mip_max_nodes": int(max_nodes)} if max_nodes is not None and mip else {}
-    if not pulp.HiGHS().available():  # PuLP was imported without highspy (planner/milp/__init__.py)
-        import importlib
+    return _node_limited(_pulp_highs())(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap,
+                                        threads=threads, mip=mip, **params)
 
-        from pulp.apis import highs_api
-        pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
-    return _node_limited(pulp.HiGHS)(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap,
-                                     threads=threads, mip=mip, **params)
+
+_HIGHS_LOADING = threading.Lock()
+
+
+def _pulp_highs() -> type:
+    """PuLP's HiGHS interface, loaded once where PuLP was imported without highspy
+    (planner/milp/__init__.py), under a lock: the explanations' re-plans solve their LPs from
+    threads at once, and one thread's reload left another with the unavailable class ("HiGHS: Not
+    Available", exit 4)."""
+    with _HIGHS_LOADING:
+        if not pulp.HiGHS().available():
+            import importlib
+
+            from pulp.apis import highs_api
+            pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
+        return pulp.HiGHS
 
 
 @functools.lru_cache(maxsize=None)
@@ -178,6 +200,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     why not otherwise)."""
     cfg = fm.scenario.solver
     engine = engine or cfg.name
+    if not mip and engine == "cbc" and relaxation_available():
+        engine = LP_ENGINE
     limit = time_limit_s or cfg.time_limit_s
     left = deadline.left()  # the whole command's wall-clock budget (data.deadline)
     budgeted = left < limit
