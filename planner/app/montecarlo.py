@@ -36,14 +36,15 @@ class Vary:
     b: float
     relative: bool  # percentages: a factor on the file's value
 
-    def draw(self, rng: random.Random, base):
+    def draw(self, rng: random.Random, base, integer: bool = False):
         if self.relative and not isinstance(base, (int, float)):
             raise InputError(Problem(f"'{self.path}' has no number in the scenario to vary by a percentage",
                                      f"--vary {self.path}", "give absolute bounds, e.g. uniform(100,400)"))
         u = rng.uniform(self.a, self.b) if self.kind == "uniform" else rng.gauss(self.a, self.b)
         value = base * (1 + u) if self.relative else u
-        value = max(value, 1e-9) if self.kind == "normal" else value
-        return int(round(value)) if isinstance(base, int) and not isinstance(base, bool) else round(value, 6)
+        if integer:
+            return max(int(round(value)), 1) if self.kind == "normal" else int(round(value))
+        return max(round(value, 6), 1e-6) if self.kind == "normal" else round(value, 6)  # (a normal draw stays positive)
 
 
 def parse_vary(text: str) -> Vary:
@@ -88,6 +89,38 @@ def expand(data, path: str) -> list[str]:
     return [".".join(w) for w, _ in out]
 
 
+def _varied(data, v: Vary) -> list[tuple[str, bool]]:
+    """The concrete paths `v` varies, each with whether its field is a whole number (a count of
+    users, devices or runs is drawn as one; a rate such as requests_per_s is not: the UX review's
+    normal(0.5, 3) drew 0, 2 and 3 requests a second, and 0 is bad input). A '*' keeps the items the setting applies to, and with a
+    percentage those that hold a number to vary: 'jobs.*.concurrent_users' skips a fine-tune job
+    (which has no users) and a serving job sized by requests_per_s (the UX review: it failed on every
+    mixed scenario); it is an error only where no item is left."""
+    found, refused = [], None
+    for concrete in expand(data, v.path):
+        try:
+            annotation = check_path(data, concrete, "--vary")
+        except InputError as e:
+            if "*" not in v.path:
+                raise
+            refused = refused or e
+            continue
+        if "*" in v.path and v.relative and not isinstance(_get(data, concrete), (int, float)):
+            continue
+        found.append((concrete, _is_int(annotation)))
+    if not found:
+        raise refused or InputError(Problem(f"no item '{v.path}' matches holds a number to vary by a percentage",
+                                            f"--vary {v.path}", "give absolute bounds, e.g. uniform(100,400), or "
+                                            "set the value on the items first"))
+    return found
+
+
+def _is_int(annotation) -> bool:
+    """Whether a schema field holds whole numbers (int, or int | None)."""
+    args = getattr(annotation, "__args__", None) or (annotation,)
+    return int in args and float not in args
+
+
 def _get(data, path: str):
     node = data
     for part in path.split("."):
@@ -108,16 +141,14 @@ def samples(path: str | Path, varies: list[str], n: int, seed: int = 0) -> list[
         parse_scenario(data, lines, str(path))
     plan = []
     for v in map(parse_vary, varies):
-        for concrete in expand(data, v.path):
-            check_path(data, concrete)
-            plan.append((concrete, v))
+        plan += [(concrete, v, integer) for concrete, integer in _varied(data, v)]
     rng = random.Random(seed)
     out = []
     for k in range(1, n + 1):
         variant = copy.deepcopy(data)
         settings = {"sample": k}
-        for concrete, v in plan:
-            value = v.draw(rng, _get(data, concrete))
+        for concrete, v, integer in plan:
+            value = v.draw(rng, _get(data, concrete), integer)
             apply_setting(variant, concrete, value)
             settings[concrete] = value
         out.append((settings, parse_variant(variant, f"{path} sample {k} ({label(settings)})", path)))

@@ -318,8 +318,7 @@ def make_plan(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_s: fl
     model, read out and explained for its kind); explain: none | brief | full
     (explain.narrative), True for full, False for the bare plan (sweeps and tests)."""
     multi = s.multi_year
-    if multi:
-        check_multiyear(s)
+    check_multiyear(s)  # (a one-year plan's budget.years too: a year past its horizon is an error, not ignored)
     with deadline.budget(time_limit_s or s.solver.time_limit_s):
         cat, opts, fm, res = solve_scenario(s, catalog_paths, time_limit_s, explained=explain not in (False, "none"))
         plan = (read_multiyear if multi else read_plan)(s, fm, res)

@@ -95,9 +95,11 @@ def _model_of(annotation) -> type[BaseModel] | None:
     return None
 
 
-def check_path(data: dict, path: str) -> None:
-    """Raise InputError unless `path` names a field of the scenario schema reachable in `data`."""
-    where = f"--set {path}"
+def check_path(data: dict, path: str, flag: str = "--set"):
+    """Raise InputError unless `path` names a field of the scenario schema reachable in `data`
+    (flag: the option the user wrote it in, for the message); return the field's type annotation."""
+    where = f"{flag} {path}"
+    annotation = None
     model: type[BaseModel] | None = Scenario
     node = data
     walked = []
@@ -124,6 +126,7 @@ def check_path(data: dict, path: str) -> None:
         node = node.get(part) if isinstance(node, dict) else None
         if node is None:
             node = {}
+    return annotation if walked else None
 
 
 def apply_setting(data: dict, path: str, value) -> None:

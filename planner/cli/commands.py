@@ -14,13 +14,13 @@ from typing import List, Optional
 import typer
 
 from planner.cli import tables
-from planner.cli.choices import CompareFormat, EstimateFormat, Explain, Format, SolverName
+from planner.cli.choices import CompareFormat, EstimateFormat, Explain, Format, SolverName, format_for
 from planner.cli.listing import CatalogOpt, catalog_app
 from planner.cli.output import check_output, emit
 from planner.cli.starter import Template
 from planner.cli.summary import budget_summary, job_summary, site_summary, trends_summary
 from planner.data.errors import InfeasibleError, InputError, PlannerError
-from planner.data.years import budget_basis
+from planner.data.years import budget_basis, check_multiyear
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
@@ -56,9 +56,10 @@ def _measured(paths: Optional[List[Path]]) -> tuple[str, ...]:
 @app.command("run")
 def run_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown, html (one "
-                                                                   "self-contained file with charts) or csv (the "
-                                                                   "fleet rows, for a spreadsheet)"),
+    fmt: Optional[Format] = typer.Option(None, "--format", "-f", help="table, json, markdown, html (one "
+                                         "self-contained file with charts) or csv (the fleet rows, for a "
+                                         "spreadsheet); default: --output's extension (.json, .md, .html, .csv), "
+                                         "else table"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the plan to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
@@ -82,7 +83,8 @@ def run_cmd(
     from planner.cli.running import RunRequest, run_plan
 
     check_output(output, force, (scenario, *(catalog or ()), *(measurements or ())))  # before solving, not after
-    run_plan(RunRequest(scenario, fmt.value, tuple(str(c) for c in catalog or ()), time_limit, timings, brief, quiet,
+    run_plan(RunRequest(scenario, format_for(fmt, output), tuple(str(c) for c in catalog or ()), time_limit, timings,
+                        brief, quiet,
                         output is not None, explain.value, solver.value if solver else None, _measured(measurements)),
              write=lambda text: emit(text, output, force))
 
@@ -136,6 +138,7 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     from planner.data.measurements import check_names, load_measurements
 
     s = load_with_measurements(scenario, _measured(measurements))
+    check_multiyear(s)  # (the per-year settings a plan checks: validate and run agree)
     cat = resolve(s, tuple(str(c) for c in catalog or ()))
     advise(s, cat)
     rows = load_measurements(tuple(s.measurements)) if s.measurements else ()
@@ -238,8 +241,9 @@ def sweep_cmd(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="PATH=V1,V2,... a dotted path into the scenario "
                                                                  "(e.g. budget.usd_per_year=1e6,2e6); repeat for a grid"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table, json, markdown, html (a chart of "
-                                                                   "cost against the first --set) or csv"),
+    fmt: Optional[Format] = typer.Option(None, "--format", "-f", help="table, json, markdown, html (a chart of "
+                                         "cost against the first --set) or csv; default: --output's extension, "
+                                         "else table"),
     catalog: Optional[List[Path]] = CatalogOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the comparison to this file"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),
@@ -264,7 +268,7 @@ def sweep_cmd(
     from planner.cli.sweeping import SweepRequest, run_sweep
 
     check_output(output, force, (scenario, *(catalog or ()), *(measurements or ())))  # never over an input
-    run_sweep(SweepRequest(scenario, list(sets or ()), fmt.value, tuple(str(c) for c in catalog or ()), time_limit,
+    run_sweep(SweepRequest(scenario, list(sets or ()), format_for(fmt, output), tuple(str(c) for c in catalog or ()), time_limit,
                            workers, backend, address, samples, list(vary or ()), seed, quiet, _measured(measurements)),
               write=lambda text: emit(text, output, force))
 
@@ -273,7 +277,8 @@ def sweep_cmd(
 def compare_cmd(
     a: Path = typer.Argument(..., help="scenario YAML (solved now) or plan JSON (from plan --format json)"),
     b: Path = typer.Argument(..., help="the other scenario or plan"),
-    fmt: CompareFormat = typer.Option(CompareFormat.table, "--format", "-f", help="table, json or markdown"),
+    fmt: Optional[CompareFormat] = typer.Option(None, "--format", "-f", help="table, json or markdown; default: "
+                                                "--output's extension (.json, .md), else table"),
     catalog: Optional[List[Path]] = CatalogOpt,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=1, help="wall-clock seconds per plan"),
     measurements: Optional[List[Path]] = MeasurementsOpt,
@@ -289,6 +294,7 @@ def compare_cmd(
 
     check_output(output, force, (a, b, *(catalog or ()), *(measurements or ())))  # never over an input
     result = compare.compare_plans(a, b, tuple(str(c) for c in catalog or ()), time_limit, _measured(measurements))
+    fmt = CompareFormat(format_for(fmt, output, CompareFormat))
     if fmt == CompareFormat.json:
         emit(tables.to_json(result), output, force)
         return

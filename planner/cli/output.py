@@ -120,13 +120,15 @@ def csv_text(rows: list[dict], columns: list[str] | None = None) -> str:
 
 PLAN_CSV = ["system", "accelerator", "acquisition", "provider", "region", "tier", "offer", "systems", "accelerators",
             "cost_usd_per_year", "purchase_usd", "power_kw", "price_source", "price_as_of", "residual_value_usd",
-            "term_years", "contract_usd_per_year", "sold_after_years", "paid_upfront_usd"]
+            "term_years", "contract_usd_per_year", "sold_after_years", "paid_upfront_usd", "year"]
 """the columns of `plan --format csv`: one row per fleet row (a multi-year plan's final year), the
 catalog's source and date of each price; purchase_usd and residual_value_usd are the row's (all its
 systems'), term_years and contract_usd_per_year a reservation's (the finance review: a spreadsheet
 could not rebuild a reservation's invoices or the resale the yearly cost nets off), sold_after_years
 the age a bought row's systems are sold at, paid_upfront_usd a reservation's whole term paid when it
-starts"""
+starts, year the year whose fleet the rows are (a multi-year plan's final year, whose yearly costs are
+not the headline's average: the UX review summed them to a figure found nowhere else; empty for a
+one-period plan)"""
 
 
 def emit(text: str, output: Path | None, force: bool) -> None:

@@ -84,7 +84,8 @@ def render(plan: dict, req: RunRequest) -> str:
     if req.fmt == "csv":
         from planner.cli.output import PLAN_CSV, csv_text
 
-        return csv_text(plan["fleet"], PLAN_CSV)
+        final = {"year": plan["years"][-1]["year"]} if plan.get("years") else {}  # (a multi-year plan's final year)
+        return csv_text([{**row, **final} for row in plan["fleet"]], PLAN_CSV)
     from planner.cli import render as report
 
     return report.plan_markdown(plan) if req.fmt == "markdown" else report.plan_text(plan, width)

@@ -84,7 +84,8 @@ def run_sweep(req: SweepRequest, write: Callable[[str], None]) -> list[dict]:
     if failed:
         typer.echo(f"warning: {len(failed)} of {len(entries)} variants failed on their own (variant "
                    f"{', '.join(str(e['variant']) for e in failed[:10])}{', ...' if len(failed) > 10 else ''}); "
-                   "the problem column (JSON: diagnosis) says why", err=True)
+                   + ("the table of samples without a plan" if req.montecarlo else "the problem column")
+                   + " (JSON: diagnosis) says why", err=True)
     if not any(e["summary"]["status"] in ("optimal", "feasible") for e in entries):
         raise InfeasibleError(Diagnosis("no variant of the sweep has a plan; see the status column"))
     return entries
@@ -112,7 +113,7 @@ def progress(items, quiet: bool):
 
 def montecarlo_text(entries: list[dict], fmt: str, closing: str) -> str:
     """Cost percentiles and fleet wins as a table, Markdown or JSON (with every sample's entry)."""
-    from planner.app import montecarlo
+    from planner.app import montecarlo, sweep
 
     result = montecarlo.report(entries)
     if fmt == "json":
@@ -125,5 +126,17 @@ def montecarlo_text(entries: list[dict], fmt: str, closing: str) -> str:
             "Cost per year over the samples (percentiles)", table_of(rows, ["", "$/year"]), "",
             "How often each fleet wins",
             table_of(fleets, ["wins", "share", "median_usd_per_year", "fleet"],
-                     {"median_usd_per_year": "median $/year"}), "", closing]
-    return "\n".join(body) + "\n"
+                     {"median_usd_per_year": "median $/year"}), ""]
+    failed = [e for e in entries if e["summary"]["status"] in sweep.FAILED]
+    if failed:  # (the UX review: the reasons were in the JSON only, and the percentiles hid how few had a plan)
+        body += [f"Samples without a plan (the percentiles above are over the {result['with_plan']} with one)",
+                 table_of([{"sample": e["variant"], "settings": sweep.label(e["settings"]), "status": e["summary"]["status"],
+                            "problem": sweep.problem_text(e["summary"])} for e in failed[:MC_FAILED_SHOWN]],
+                          ["sample", "settings", "status", "problem"])
+                 + (f"\n(and {len(failed) - MC_FAILED_SHOWN} more: --format json lists them all)"
+                    if len(failed) > MC_FAILED_SHOWN else ""), ""]
+    return "\n".join([*body, closing]) + "\n"
+
+
+MC_FAILED_SHOWN = 20
+"""samples without a plan a Monte-Carlo table lists (the JSON holds every one)"""

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from planner.data import deadline
 from planner.data.money import listed
-from planner.data.years import year_caps
+from planner.data.years import budget_basis, year_caps
 from planner.explain import batch
 from planner.explain.replan import MAX_NODES, MAX_WORKERS, builder
 from planner.explain.whynot import force_rows, jobs_on, only_on
@@ -128,9 +128,14 @@ def _limits_text(s, em, values: dict, moved: list[str], basis: str) -> str:
             parts.append(f"it overruns {where} ({unit(cap)}) by at least {unit(sum(x for _, x in amounts))} "
                          "summed over the years")
             continue
+        first_cash = not em.npv and not power and family == "usd" and budget_basis(s) == "cash"
+        if first_cash:  # (a one-period plan's cash budget caps its first year's payments, not a yearly cost)
+            unit = lambda x: f"${x:,.0f}"  # noqa: E731
         needs = [unit(cap + x) + when(t) for t, x in amounts]
         needs = listed(needs)
         parts.append(f"it needs {BASIS[basis]}{needs} of site power, above {where} ({unit(cap)})" if power else
+                     f"its first year's cash is {BASIS[basis]}{needs}, above {where} ({unit(cap)}, a cash budget)"
+                     if first_cash else
                      f"it {'spends' if em.npv else 'costs'} {BASIS[basis]}{needs}, above {where} ({unit(cap)})")
     if not parts:
         return ""

@@ -1,0 +1,105 @@
+"""The new-user review's findings (a mid-size company's fleet, its finance partner beside it): the
+explanations price alternatives as the plan is chosen and say how exact they are, LPs are solved by
+an engine whose duals hold, validate and run agree, --vary's '*' skips the items a setting does not
+apply to, an --output file's extension picks its format, and a multi-year CSV names its year."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import shipped_plan
+from planner.app import montecarlo
+from planner.explain.replan import proven_within
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+
+
+def test_a_multi_year_plans_next_best_fleet_is_priced_by_npv_and_is_never_cheaper():
+    """annual-budget.yaml is chosen by NPV; its next-best fleet was priced by its own accounting
+    average, which could call a fleet of higher NPV cheaper ('not the cheapest its model holds')."""
+    _, plan = shipped_plan("annual-budget.yaml")
+    nb = plan["next_best"]
+    assert nb["cost_delta_usd_per_year"] is not None
+    assert nb["cost_delta_usd_per_year"] >= -max(1.0, plan["solver"]["gap"] * plan["total_cost_usd_per_year"])
+    assert "not the cheapest its model holds" not in plan["summary"]
+
+
+def test_a_re_plan_stopped_within_its_gap_says_how_low_the_difference_may_go():
+    got = {"status": "optimal", "cost": 255_596.0, "bound": 254_065.0}
+    words, keys = proven_within(got, 244_995.0)
+    assert words == "; within 0.6% of its cheapest, at least +$9,070"
+    assert keys == {"cost_delta_at_least_usd_per_year": 9070.0}
+    assert proven_within({**got, "bound": 255_595.5}, 244_995.0) == ("", {})  # proven to a dollar: exact
+    assert proven_within({"status": "optimal", "cost": 1.0}, 0.0) == ("", {})  # no bound (multi-year)
+
+
+def test_every_lp_is_solved_by_highs_whose_duals_price_demand_at_or_above_zero():
+    """cbcbox's LP of a budget-capped on-prem plan ended 'optimal' 1.5% high with duals of the wrong
+    sign (one more user at -$1,441 a year); every LP is HiGHS's now, and no long-run price of a
+    shipped plan is negative."""
+    from planner.app.planning import prepare
+    from planner.explain import prices
+    from planner.milp import fleet
+    from planner.milp.solve import solve
+
+    s, _ = shipped_plan("bank.yaml")
+    cat, opts = prepare(s)
+    fm = fleet.build(s, cat, opts, tight=False)
+    res = solve(fm, gap=0.0, mip=False)
+    assert res.ok and res.solver == "highs"
+    assert all(p >= -1e-6 for p in prices.long_run(fm).demand.values())
+
+
+@pytest.mark.parametrize("budget", ["{years: [{year: 2, usd: 1000}]}",
+                                    "{years: [{year: 1, usd: 1000}, {year: 1, usd: 900000}]}"])
+def test_validate_and_run_both_refuse_a_budget_year_the_horizon_does_not_hold(plan_cli, tmp_path, budget):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: t\nhorizon_years: 1\nbudget: {budget}\njobs:\n"
+                    "- {name: a, stage: serve, model: llama-3.1-8b, concurrent_users: 10}\n")
+    for args in (("validate", path), (path, "--quiet")):
+        res = plan_cli(*args)
+        assert res.code == 2, (args, res.out, res.err)
+        assert "budget.years." in res.err and ("beyond horizon_years" in res.err or "two budget entries" in res.err)
+
+
+def test_a_wildcard_vary_skips_the_jobs_it_does_not_apply_to_and_draws_rates_as_rates(tmp_path):
+    """A chat job, a RAG job sized by requests per second and a weekly fine-tune: 'jobs.*.concurrent_users'
+    failed on the fine-tune ('unknown setting', and named --set); a rate drawn from normal(0.5, 3) came
+    out 0, 2 or 3 (rounded to the file's whole number) and 0 is bad input."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\njobs:\n"
+                    "- {name: chat, stage: serve, model: llama-3.1-8b, concurrent_users: 100}\n"
+                    "- {name: rag, stage: serve, model: llama-3.1-8b, requests_per_s: 2}\n"
+                    "- {name: tune, stage: finetune, model: llama-3.1-8b, method: lora, dataset_tokens: 1.0e7}\n")
+    varied = montecarlo.samples(path, ["jobs.*.concurrent_users=uniform(-30%,+30%)",
+                                       "jobs.1.requests_per_s=normal(0.5,3)"], 20)
+    assert all(not hasattr(s, "problems") for _, s in varied)  # (a BadVariant carries its problems)
+    assert {k for settings, _ in varied for k in settings} == {"sample", "jobs.0.concurrent_users", "jobs.1.requests_per_s"}
+    rates = [settings["jobs.1.requests_per_s"] for settings, _ in varied]
+    assert all(r > 0 for r in rates) and any(r != round(r) for r in rates)
+    assert all(isinstance(settings["jobs.0.concurrent_users"], int) for settings, _ in varied)
+
+
+def test_an_output_files_extension_picks_its_format(plan_cli, tmp_path):
+    out = tmp_path / "plan.json"
+    res = plan_cli(SCENARIOS / "bank.yaml", "-o", str(out), "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    plan = json.loads(out.read_text())  # JSON, not the text table
+    assert plan["status"] == "optimal"
+    md = tmp_path / "plan.md"
+    assert plan_cli(SCENARIOS / "bank.yaml", "-o", str(md), "--quiet", "--explain", "none").code == 0
+    assert md.read_text().startswith("# Hardware plan")
+    txt = tmp_path / "plan.json.txt"
+    assert plan_cli(SCENARIOS / "bank.yaml", "-o", str(txt), "-f", "table", "--quiet", "--explain", "none").code == 0
+    assert txt.read_text().startswith("Plan for")
+
+
+def test_a_multi_year_csv_names_the_year_its_rows_are(plan_cli):
+    res = plan_cli(SCENARIOS / "annual-budget.yaml", "-f", "csv", "--quiet", "--explain", "none")
+    assert res.code == 0, res.err
+    header, *rows = [line for line in res.out.splitlines() if line]
+    assert header.split(",")[-1] == "year" and rows and all(r.endswith(",3") for r in rows)
