@@ -199,7 +199,7 @@ def estimate_cmd(
     sequence_tokens: Optional[int] = typer.Option(
         None, "--sequence-tokens", min=128, max=1_000_000,
         help="training sequence length (finetune/pretrain; default as in a scenario: 2048 finetune, 8192 pretrain)"),
-    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: vLLM's rules)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: vLLM's scheduling at TensorRT-LLM's step overhead)"),
     layout: Optional[str] = typer.Option(None, "--layout", help="tp (default) or ep-dp: an MoE served with expert "
                                                                 "parallelism and data-parallel attention"),
     disaggregated: bool = typer.Option(False, "--disaggregated", help="also size separate prefill and decode pools "

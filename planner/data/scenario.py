@@ -153,7 +153,8 @@ class ServeJob(JobBase):
         "and token-priced API costs scale with it, sizing still meets the peak of concurrent_users"))
     latency_critical: bool = Field(False, description="never on spot; no shared hours")
     engine: Optional[Literal["vllm", "sglang", "trtllm"]] = Field(
-        None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's rules)")
+        None, description="serving engine, if fixed: its prefill scheduling and step overhead (default: vLLM's "
+                    "scheduling at a tuned stack's step overhead, TensorRT-LLM's; set vllm for stock vLLM's)")
 
     @model_validator(mode="after")
     def _tpot(self):

@@ -169,7 +169,9 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
         return (f"benchmark rollouts of {job.model} ({job.precision}) with {_engine(stack)} on {n}x {acc}, "
                 f"{_layout(p)}, {p['users_per_replica']:,} concurrent "
                 f"rollouts at {job.rollout_context_tokens:,} tokens: expect {job.min_tokens_per_s_per_rollout:g} "
-                f"tok/s each (planned {p['tokens_per_s_per_user']:.1f})")
+                f"tok/s each (planned {p['tokens_per_s_per_user']:.1f}); the plan runs the rollouts and the trainer "
+                "at the same time on their own systems, as an asynchronous loop does (verl's one-step-off-policy "
+                "recipe); a synchronous loop (verl's default) alternates them and needs more of both or more hours")
     if p.get("hours_per_run") is not None:
         method = "pretrain" if job.stage == "pretrain" else job.method
         passes = getattr(job, "logprob_passes", 0)
