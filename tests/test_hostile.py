@@ -59,7 +59,7 @@ CASES = {
     "rollout speed 1e-300": (b"name: t\njobs:\n  - {name: r, stage: rl, model: llama-3.1-8b, rollout_tokens_per_s: "
                              b"1e9, min_tokens_per_s_per_rollout: 1e-300, train_tokens_per_day: 1e6}\n",
                              2, "min_tokens_per_s_per_rollout: Input should be greater than or equal to 0.1"),
-    "no jobs": (b"name: t\njobs: []\n", 2, "jobs: List should have at least 1 item"),
+    "no jobs": (b"name: t\njobs: []\n", 2, "jobs: no jobs"),
 }
 
 

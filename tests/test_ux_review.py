@@ -103,3 +103,20 @@ def test_a_multi_year_csv_names_the_year_its_rows_are(plan_cli):
     assert res.code == 0, res.err
     header, *rows = [line for line in res.out.splitlines() if line]
     assert header.split(",")[-1] == "year" and rows and all(r.endswith(",3") for r in rows)
+
+
+@pytest.mark.parametrize("value, words", [("context_tokens: 32K", "write 32000 (or 32768, 32 x 1,024)"),
+                                          ("concurrent_users: 100k", "write 100000: a plain number")])
+def test_a_number_written_with_a_k_gets_the_number_to_write(plan_cli, tmp_path, value, words):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: t\njobs:\n- {{name: a, stage: serve, model: llama-3.1-8b, concurrent_users: 10, {value}}}\n"
+                    .replace("concurrent_users: 10, concurrent_users", "concurrent_users"))
+    res = plan_cli("validate", path)
+    assert res.code == 2 and words in res.err, res.err
+
+
+def test_a_scenario_without_jobs_says_how_to_add_one(plan_cli, tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\njobs: []\n")
+    res = plan_cli("validate", path)
+    assert res.code == 2 and "jobs: no jobs" in res.err and "add at least one job" in res.err, res.err

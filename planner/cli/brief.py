@@ -21,7 +21,8 @@ def _wrap(text: str, width: int, indent: str = "", limit: int | None = None) -> 
                           break_on_hyphens=False) or [indent]
     if limit is not None and len(lines) > limit:
         lines = lines[:limit]
-        lines[-1] = lines[-1][: width - 3].rstrip() + "..."
+        cut = lines[-1][: width - 4]  # at a space: a figure is never cut mid-number ("$10,60...")
+        lines[-1] = (cut[: cut.rfind(" ")] if cut.rfind(" ") > len(indent) else cut).rstrip() + " ..."
     return lines
 
 

@@ -145,7 +145,8 @@ def validate_cmd(scenario: Path = typer.Argument(..., help="scenario YAML file")
     check_names(rows, cat)
     typer.echo(f"{scenario}: valid. '{s.name}', {len(s.jobs)} job(s), horizon {s.horizon_years} year(s).")
     typer.echo(f"  site: {site_summary(s)}")
-    typer.echo(f"  policy: {', '.join(s.policy.acquisition)}; redundancy {s.policy.redundancy}"
+    typer.echo(f"  policy: {', '.join(s.policy.acquisition) or 'no acquisition mode (owned systems only)'}; "
+               f"redundancy {s.policy.redundancy}"
                + (f"; stacks {', '.join(s.policy.stacks)}" if s.policy.stacks else ""))
     budget = budget_summary(s.budget, budget_basis(s), s.multi_year)
     if budget:

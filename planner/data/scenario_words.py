@@ -88,6 +88,14 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
         hint = "use a realistic count (see `plan schema` for each field's limits)"
     elif kind in ("int_parsing", "float_parsing", "int_type", "float_type", "int_from_float"):
         hint = "write a plain number, like 200 or 1.5e6" + (" (a whole number here)" if "int" in kind else "")
+        written = str(err.get("input", "")).strip()
+        if (suffix := written[-1:].lower()) in SUFFIXES and (n := _is_number(written[:-1])):  # ("32K", "100k")
+            tokens = suffix == "k" and clean and str(clean[-1]).endswith("tokens")  # (a context's K is 1,024)
+            hint = f"write {n * SUFFIXES[suffix]:.0f}" + (f" (or {n * 1024:.0f}, {n:g} x 1,024)" if tokens else "")
+            hint += f": a plain number, without the '{written[-1]}'"
+    elif kind == "too_short" and clean and clean[-1] == "jobs":
+        msg = "no jobs"
+        hint = "add at least one job under 'jobs:' (see scenarios/bank.yaml, or `plan init`)"
     elif kind == "string_type":
         msg = f"{err.get('input')!r} is not text"
         hint = f"quote it: {clean[-1] if clean else 'value'}: '{err.get('input')}' (YAML reads bare numbers and dates as such)"
@@ -100,6 +108,18 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
     elif kind == "list_type":
         hint = "write a list ('- item' lines) here"
     return Problem(f"{field_path}: {msg}", at, hint)
+
+
+SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9}
+"""thousands, millions, billions: what '32K' or '1.5M' means where a plain number is asked"""
+
+
+def _is_number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 def located(problems: list, source: tuple | None) -> list:
