@@ -32,7 +32,7 @@ def test_bank_report_holds_decision_fleet_placements_explanation_whynot_and_char
     plan = shipped_plan("bank.yaml")[1]
     page = _bank_html()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert headline(plan).split(": ", 1)[1].split(", ", 1)[1].replace("$", "") in page.replace("$", "")
+    assert headline(plan).split(": ", 1)[1].split(", ", 1)[1].replace("$", "").replace("'", "&#x27;") in page.replace("$", "")
     assert plan["summary"][:60].replace("'", "&#x27;") in page
     assert "h200-nvl-x4" in page and "What to buy or rent" in page
     assert "Job assistant" in page and "users/rep" in page

@@ -212,7 +212,12 @@ def cost_line(plan: dict) -> str:
         if before > 0.5:
             counted.insert(0, f"crediting the resale of systems retired before the end ({usd(before)})")
         return text + f"; NPV {usd(plan['npv_usd'])}" + (", " + " and ".join(counted) if counted else "")
-    return f"{usd(plan['total_cost_usd_per_year'])} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
+    per, cash = plan["total_cost_usd_per_year"], plan.get("cash_first_year_usd")
+    if n <= 1:
+        return f"{usd(per)} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
+    first = f"; first year's cash {usd(cash)}" if cash is not None and abs(cash - per) > 0.5 else ""
+    return (f"{usd(per)} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)} at that annualised "  # (the UX review:
+            f"cost{first})")  # "over 3 years" was neither cash nor NPV, and said not which)
 
 
 def status_text(plan: dict) -> str:

@@ -183,6 +183,7 @@ def diagnose(s, cat, opts, time_limit_s=None) -> Diagnosis:
                       "solver.time_limit_s"})
     cut = res.status != "optimal"
     head = ("no plan meets every constraint. What to relax" + (
+        ", all together (one plan's needs: relaxing one of them alone may admit no plan)" if len(relax) > 1 else "") + (
         " (the time limit stopped the diagnosis before it proved these amounts the least: relaxing by them "
         "admits a plan, smaller ones may too; raise --time-limit for the least)" if cut else "") + ":\n")
     return Diagnosis(head + "\n".join("  - " + r["message"] for r in relax), relax, cut_short=cut)

@@ -100,7 +100,11 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             part = dk if not rl else job.name  # a request size of a mix: '<job>/<in>x<out>'
             cost = (f"costs nothing more until its planned replicas fill (they hold {holds:,.0f}, {room:,} more than "
                     f"the {need:,} needed); past that, {price}/yr" if room >= 1 and sr else f"costs {price}/yr")
-            msg = (f"one more {what} on '{part}'{when} {cost} {RENTED_WORDS if dk in rented else held} (busy power, tokens or "
+            if not rl and job.requests_per_s is not None:  # (the UX review: a field in requests a second, priced per user)
+                what_on = f"concurrent user (its {job.requests_per_s:g} requests a second hold {need:,} at once)"
+            else:
+                what_on = what
+            msg = (f"one more {what_on} on '{part}'{when} {cost} {RENTED_WORDS if dk in rented else held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
