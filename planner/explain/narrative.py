@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from planner.data import colocation, deadline
+from planner.data.catalog import is_held
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
 from planner.explain import replan, splits, whynot, whynot_limits
@@ -158,7 +159,8 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
             tail = (f"; one more would add {usd(fixed)}/yr of fixed costs and save {usd(fixed - delta)}/yr of "
                     f"running costs at today's demand: net {'+' if delta >= 0 else ''}{usd(delta)}/yr")
         rows.append(row("systems", oid, binding, delta, "USD per year per extra system",
-                         f"{system.id} ({o.acquisition}, {o.provider}): {n} held{busy}{tail}", "short-run"))
+                         f"{system.id} ({'owned' if is_held(o) else f'{o.acquisition}, {o.provider}'}): {n} held{busy}{tail}",
+                         "short-run"))
     return rows
 
 

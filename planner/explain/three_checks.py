@@ -113,7 +113,8 @@ def _reason(p: dict, job, shared: str) -> str:
     if p.get("hours_per_run") is not None:
         deadline = getattr(job, "max_hours_per_run", None) or (getattr(job, "max_days", 0) * 24) or None
         limit = f" against a {deadline:,g} h limit" if deadline else ""
-        return (f"{n}x {p['accelerator']} ({p['acquisition']}): {p['memory_gb_per_accelerator']:.1f} of "
+        how = "owned" if p.get("provider") == OWNED_PROVIDER else p["acquisition"]  # (held already: never bought in the plan)
+        return (f"{n}x {p['accelerator']} ({how}): {p['memory_gb_per_accelerator']:.1f} of "
                 f"{p['memory_gb_capacity']:.0f} GiB per accelerator, {hours_text(p['hours_per_run'])} per run{limit}; "
                 f"{p['binding']} binds")
     return (f"{p['replicas']:,}x {p['accelerator']}: {p['memory_gb_per_accelerator']:.1f} of "
