@@ -92,10 +92,11 @@ def expand(data, path: str) -> list[str]:
 def _varied(data, v: Vary) -> list[tuple[str, bool]]:
     """The concrete paths `v` varies, each with whether its field is a whole number (a count of
     users, devices or runs is drawn as one; a rate such as requests_per_s is not: the UX review's
-    normal(0.5, 3) drew 0, 2 and 3 requests a second, and 0 is bad input). A '*' keeps the items the setting applies to, and with a
-    percentage those that hold a number to vary: 'jobs.*.concurrent_users' skips a fine-tune job
-    (which has no users) and a serving job sized by requests_per_s (the UX review: it failed on every
-    mixed scenario); it is an error only where no item is left."""
+    normal(0.5, 3) drew 0, 2 and 3 requests a second, and 0 is bad input). A '*' keeps the items
+    the setting applies to, and with a percentage those that hold a number to vary:
+    'jobs.*.concurrent_users' skips a fine-tune job (which has no users) and a serving job sized by
+    requests_per_s (the UX review: it failed on every mixed scenario); it is an error only where no
+    item is left."""
     found, refused = [], None
     for concrete in expand(data, v.path):
         try:

@@ -215,9 +215,9 @@ def cost_line(plan: dict) -> str:
     per, cash = plan["total_cost_usd_per_year"], plan.get("cash_first_year_usd")
     if n <= 1:
         return f"{usd(per)} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)})"
+    # (the UX review: "over 3 years" was neither cash nor NPV, and did not say which)
     first = f"; first year's cash {usd(cash)}" if cash is not None and abs(cash - per) > 0.5 else ""
-    return (f"{usd(per)} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)} at that annualised "  # (the UX review:
-            f"cost{first})")  # "over 3 years" was neither cash nor NPV, and said not which)
+    return f"{usd(per)} per year ({usd(plan['total_cost_usd_over_horizon'])} over {years(n)} at that annualised cost{first})"
 
 
 def status_text(plan: dict) -> str:
