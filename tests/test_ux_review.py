@@ -98,11 +98,16 @@ def test_an_output_files_extension_picks_its_format(plan_cli, tmp_path):
     assert txt.read_text().startswith("Plan for")
 
 
-def test_a_multi_year_csv_names_the_year_its_rows_are(plan_cli):
+def test_a_multi_year_csv_holds_every_years_fleet_and_adds_up_to_the_annuitised_total(plan_cli):
     res = plan_cli(SCENARIOS / "annual-budget.yaml", "-f", "csv", "--quiet", "--explain", "none")
     assert res.code == 0, res.err
-    header, *rows = [line for line in res.out.splitlines() if line]
-    assert header.split(",")[-1] == "year" and rows and all(r.endswith(",3") for r in rows)
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    assert {r["year"] for r in rows} == {"1", "2", "3"}
+    _, plan = shipped_plan("annual-budget.yaml")
+    assert sum(float(r["cost_usd_per_year"]) for r in rows) == pytest.approx(plan["annuitised_total_usd"], abs=5)
 
 
 @pytest.mark.parametrize("value, words", [("context_tokens: 32K", "write 32000 (or 32768, 32 x 1,024)"),
@@ -120,3 +125,27 @@ def test_a_scenario_without_jobs_says_how_to_add_one(plan_cli, tmp_path):
     path.write_text("name: t\njobs: []\n")
     res = plan_cli("validate", path)
     assert res.code == 2 and "jobs: no jobs" in res.err and "add at least one job" in res.err, res.err
+
+
+def test_a_multi_year_html_report_says_what_its_money_views_mean_and_which_years_fleet_it_lists():
+    """The report review: the HTML showed the final year's fleet without saying so, and never said
+    what the NPV is; tables scroll inside their own box on a phone, and the why-not table's dollars
+    are whole, as the text's."""
+    from planner.cli.html import plan_html
+
+    _, plan = shipped_plan("annual-budget.yaml")
+    page = plan_html(plan)
+    assert "Fleet and jobs below are the final year&#x27;s." in page and "the cash discounted at" in page
+    assert "What to buy or rent (year 3&#x27;s fleet; the year table shows each year&#x27;s)" in page
+    assert '<div class="scroll"><table>' in page and ".scroll{overflow-x:auto" in page
+    _, bank = shipped_plan("bank.yaml")
+    cells = [a["cost_delta_usd_per_year"] for a in bank["alternatives"] if a["cost_delta_usd_per_year"] is not None]
+    assert cells and all(f">{round(c):,}<" in plan_html(bank) or f">{int(c):,}<" in plan_html(bank) for c in cells)
+
+
+def test_compare_writes_its_caveat_into_the_report_it_saves(plan_cli, tmp_path):
+    out = tmp_path / "cmp.md"
+    res = plan_cli("compare", SCENARIOS / "bank.yaml", SCENARIOS / "mixed.yaml", "-o", str(out), "--time-limit", "30")
+    assert res.code == 0, res.err
+    text = out.read_text()
+    assert text.startswith("|") and "Note: the plans cover 3 and 1 years" in text

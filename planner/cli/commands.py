@@ -83,9 +83,8 @@ def run_cmd(
     from planner.cli.running import RunRequest, run_plan
 
     check_output(output, force, (scenario, *(catalog or ()), *(measurements or ())))  # before solving, not after
-    run_plan(RunRequest(scenario, format_for(fmt, output), tuple(str(c) for c in catalog or ()), time_limit, timings,
-                        brief, quiet,
-                        output is not None, explain.value, solver.value if solver else None, _measured(measurements)),
+    run_plan(RunRequest(scenario, format_for(fmt, output), tuple(str(c) for c in catalog or ()), time_limit, timings, brief,
+                        quiet, output is not None, explain.value, solver.value if solver else None, _measured(measurements)),
              write=lambda text: emit(text, output, force))
 
 
@@ -303,7 +302,8 @@ def compare_cmd(
     rows = compare.compare_rows(result, names)
     cols = ["", *names, "B - A"]
     table = tables.markdown_table(rows, cols) if fmt == CompareFormat.markdown else tables.table(rows, cols)
-    emit(table if table.endswith("\n") else table + "\n", output, force)
+    emit((table if table.endswith("\n") else table + "\n") + (f"\nNote: {result['warning']}.\n" if result.get("warning") else ""),
+         output, force)  # (the caveat in the file too: a report passed on keeps it)
     if result.get("warning"):
         typer.echo(f"warning: {result['warning']}", err=True)
 

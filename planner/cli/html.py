@@ -11,6 +11,7 @@ from planner.cli import svg
 from planner.cli.render import (
     ALTERNATIVE_COLUMNS,
     ALTERNATIVE_HEADERS,
+    alternative_rows,
     CHECKS,
     FLEET_COLUMNS,
     FLEET_HEADERS,
@@ -33,6 +34,7 @@ from planner.cli.render_years import (
     year_columns,
     year_rows,
 )
+from planner.cli.render_years import headline as years_headline
 from planner.cli.tables import fmt
 from planner.data.fleet_words import fleet_item
 from planner.data.money import unit_cost_text, usd
@@ -50,6 +52,8 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 .charts{display:flex;flex-wrap:wrap;align-items:flex-start;gap:18px 28px;margin:8px 0}
 .charts figure{margin:0;padding:10px;border:1px solid #e2e8f0;border-radius:6px;background:#fff}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+.scroll{overflow-x:auto;max-width:100%}.scroll table{width:max-content}.scroll td{max-width:520px}
+svg{max-width:100%;height:auto}
 th,td{border-bottom:1px solid #e2e8f0;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f7fafc;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 ul{margin:4px 0 8px;padding-left:22px}li{margin:2px 0}
@@ -72,7 +76,7 @@ def _table(rows: list[dict], columns: list[str], headers: dict | None = None) ->
     head = "".join(f"<th>{_e(headers.get(c, c))}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f'<td{" class=num" if numeric[c] else ""}>{_e(fmt(r.get(c)))}</td>'
                                     for c in columns) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _page(title: str, body: list[str]) -> str:
@@ -146,6 +150,8 @@ def plan_html(plan: dict) -> str:
             f"&middot; {_e(cost_line(plan))}</p>"]
     if plan.get("notes"):  # (the input's warnings, printed on stderr when it was planned)
         body.append('<ul class="warn">' + "".join(f"<li>{_e(m)}</li>" for m in plan["notes"]) + "</ul>")
+    if plan.get("years"):  # (what the money views and the NPV mean, and that the fleet below is the final year's)
+        body.append(f'<p class="muted">{_e(years_headline(plan))}</p>')
     if plan.get("summary"):
         body.append(f'<div class="decision">{_e(plan["summary"])}</div>')
     charts = [c for c in (breakdown_chart(plan), years_chart(plan), whynot_chart(plan)) if c]
@@ -155,7 +161,8 @@ def plan_html(plan: dict) -> str:
         body += ["<h2>Year by year</h2>", f'<p class="muted">{_e(plan["views"]["cash"])}; annuitised: '
                  f'{_e(plan["views"]["accounting"])}</p>', _table(year_rows(plan), year_columns(plan), YEAR_HEADERS),
                  "<h3>Purchases and reservations</h3>", _table(purchase_rows(plan), BUY_COLUMNS, BUY_HEADERS)]
-    body += ["<h2>What to buy or rent</h2>",
+    body += ["<h2>What to buy or rent" + _e(f" (year {plan['years'][-1]['year']}'s fleet; the year table shows "
+                                             "each year's)" if plan.get("years") else "") + "</h2>",
              _table(fleet_rows(plan), FLEET_COLUMNS + ["purchase_usd", "price_as_of"],
                     {**FLEET_HEADERS, "purchase_usd": "purchase $", "price_as_of": "price as of"})]
     notes = fleet_notes(plan)
@@ -202,7 +209,7 @@ def _explanation(plan: dict) -> list[str]:
         out.append(f"<p>{_e(plan['next_best_acquisition']['message'])}</p>")
     if plan.get("alternatives") is not None:
         out += ["<h2>Why not the other accelerators</h2>",
-                _table(plan["alternatives"], ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
+                _table(alternative_rows(plan), ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
     return out
 
 

@@ -126,9 +126,9 @@ catalog's source and date of each price; purchase_usd and residual_value_usd are
 systems'), term_years and contract_usd_per_year a reservation's (the finance review: a spreadsheet
 could not rebuild a reservation's invoices or the resale the yearly cost nets off), sold_after_years
 the age a bought row's systems are sold at, paid_upfront_usd a reservation's whole term paid when it
-starts, year the year whose fleet the rows are (a multi-year plan's final year, whose yearly costs are
-not the headline's average: the UX review summed them to a figure found nowhere else; empty for a
-one-period plan)"""
+starts, year the year of a multi-year plan's row: its CSV holds every year's fleet, each row at that
+year's annuitised cost, so that the rows add up to the plan's annuitised total (the UX review summed
+the final year's rows alone to a figure found nowhere else); empty for a one-period plan"""
 
 
 def emit(text: str, output: Path | None, force: bool) -> None:

@@ -172,8 +172,7 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
         lines.append("")
     if plan.get("alternatives") is not None:
         title = "Why not the other accelerators"
-        rows = [{**a, "cost_delta_usd_per_year": _whole_dollars(a)}  # (whole dollars, as the text writes them)
-                if a.get("cost_delta_usd_per_year") is not None else a for a in plan["alternatives"]]
+        rows = alternative_rows(plan)
         lines += ([f"## {title}", "", markdown_table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]
                   if markdown else [title, table(rows, ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS, width)])
         lines.append("")
@@ -316,6 +315,13 @@ def _years_section(plan: dict, markdown: bool) -> list[str]:
     if not plan.get("years"):
         return []
     return [years_markdown(plan) if markdown else years_text(plan), ""]
+
+
+def alternative_rows(plan: dict) -> list[dict]:
+    """The why-not table's rows, each extra cost in whole dollars as its reason writes it (text,
+    markdown and HTML alike: the HTML showed 832.88 beside the text's 833)."""
+    return [{**a, "cost_delta_usd_per_year": _whole_dollars(a)} if a.get("cost_delta_usd_per_year") is not None else a
+            for a in plan["alternatives"]]
 
 
 def _whole_dollars(alternative: dict) -> float:

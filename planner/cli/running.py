@@ -84,8 +84,9 @@ def render(plan: dict, req: RunRequest) -> str:
     if req.fmt == "csv":
         from planner.cli.output import PLAN_CSV, csv_text
 
-        final = {"year": plan["years"][-1]["year"]} if plan.get("years") else {}  # (a multi-year plan's final year)
-        return csv_text([{**row, **final} for row in plan["fleet"]], PLAN_CSV)
+        rows = ([{**row, "year": y["year"]} for y in plan["years"] for row in y["fleet"]] if plan.get("years")
+                else plan["fleet"])  # (a multi-year plan: every year's fleet, each row its year's)
+        return csv_text(rows, PLAN_CSV)
     from planner.cli import render as report
 
     return report.plan_markdown(plan) if req.fmt == "markdown" else report.plan_text(plan, width)
