@@ -149,3 +149,17 @@ def test_compare_writes_its_caveat_into_the_report_it_saves(plan_cli, tmp_path):
     assert res.code == 0, res.err
     text = out.read_text()
     assert text.startswith("|") and "Note: the plans cover 3 and 1 years" in text
+
+
+def test_an_infeasible_edge_job_is_written_in_every_format_asked(plan_cli, tmp_path):
+    """The second review: no device under a robot's 100 W limit; text and JSON said so (exit 3), while
+    markdown, CSV and HTML ended in an internal error (a diagnosis row without a unit)."""
+    path = tmp_path / "robots.yaml"
+    path.write_text("name: robots\nsite: {kind: office, ownership: on-prem}\npolicy: {acquisition: [buy]}\njobs:\n"
+                    "- {name: r, stage: edge, model: llama-3.2-3b, precision: int4, devices: 10, device: robot,"
+                    " min_tokens_per_s: 20, max_power_w: 100}\n")
+    for fmt in ("markdown", "csv", "html"):
+        out = tmp_path / f"r.{fmt}"
+        res = plan_cli(path, "-f", fmt, "-o", str(out), "--quiet")
+        assert res.code == 3, (fmt, res.err)
+        assert "100 W" in out.read_text() or fmt == "csv", fmt

@@ -96,7 +96,7 @@ def render_infeasible(found: dict, fmt: str) -> str:
     """The diagnosis of a scenario with no plan as a document in `fmt` (text, Markdown or HTML): what
     to relax and by how much, one row per constraint, to pass on as a plan would be."""
     rows = [{"constraint": r["constraint"], "current": r.get("current"), "suggested": r.get("suggested"),
-             "unit": r["unit"], "what to do": r["message"]} for r in found["relax"]]
+             "unit": r.get("unit"), "what to do": r["message"]} for r in found["relax"]]  # (a job no option runs has none)
     columns = ["constraint", "current", "suggested", "unit", "what to do"]
     title = f"No plan for {Path(found['scenario']).name}: infeasible"
     if fmt == "csv":

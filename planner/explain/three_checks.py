@@ -170,9 +170,7 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
         return (f"benchmark rollouts of {job.model} ({job.precision}) with {_engine(stack)} on {n}x {acc}, "
                 f"{_layout(p)}, {p['users_per_replica']:,} concurrent "
                 f"rollouts at {job.rollout_context_tokens:,} tokens: expect {job.min_tokens_per_s_per_rollout:g} "
-                f"tok/s each (planned {p['tokens_per_s_per_user']:.1f}); the plan runs the rollouts and the trainer "
-                "at the same time on their own systems, as an asynchronous loop does (verl's one-step-off-policy "
-                "recipe); a synchronous loop (verl's default) alternates them and needs more of both or more hours")
+                f"tok/s each (planned {p['tokens_per_s_per_user']:.1f})")
     if p.get("hours_per_run") is not None:
         method = "pretrain" if job.stage == "pretrain" else job.method
         passes = getattr(job, "logprob_passes", 0)
@@ -229,6 +227,19 @@ def _unit_cost(job: dict, spec) -> str:
     return text
 
 
+def _rl_loop(job: dict) -> str:
+    """How the plan runs an RL job's rollouts and trainer: in turns on the systems they share (their
+    accelerator-hours count together: data/sharing.py), or at once on separate ones (the reviews)."""
+    rollouts = {p["offer"] for p in job["placements"] if p.get("users_per_replica") is not None}
+    trainer = {p["offer"] for p in job["placements"] if p.get("hours_per_run") is not None}
+    if rollouts & trainer:
+        return (f"run the rollouts and the trainer in turns on {', '.join(sorted(rollouts & trainer))}, as a synchronous "
+                "loop does (verl's default): the plan counts their accelerator-hours together within the day, so "
+                "the rollouts spread over the systems while the trainer waits, and the trainer takes them all in its turn")
+    return ("run the rollouts and the trainer at the same time on their separate systems, as an asynchronous loop "
+            "does (verl's one-step-off-policy recipe); a synchronous loop would leave each idle while the other runs")
+
+
 def three_checks(job: dict, spec, cat) -> dict:
     """Regime, run it, unit cost: the seeds' checks before signing, for one job of the plan."""
     regimes, runs = [], []
@@ -242,6 +253,8 @@ def three_checks(job: dict, spec, cat) -> dict:
         run = _run_it(p, spec, stack, weight_only)
         if run not in runs:
             runs.append(run)
+    if spec.stage == "rl":
+        runs.append(_rl_loop(job))
     for a in job.get("api") or []:  # hosted token-priced APIs (options/api.py)
         regimes.append(f"on {a['provider']}'s hosted API the job is token-bound: it pays per token, so hours "
                        "without requests cost nothing; a peak above the rate limit needs capacity of its own")

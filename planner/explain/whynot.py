@@ -282,7 +282,7 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             row.update(status="costlier", cost_delta_usd_per_year=float(math.floor(delta)), basis="lp-bound",
                        reason=f"the cheapest plan {note} costs at least {_usd(math.floor(bounds[acc]))}/yr "
                               f"(+{_usd(math.floor(delta))} "  # (a bound shown rounded down: never above a plan)
-                              f"or more: the LP relaxation's bound; not re-planned, {why})")
+                              f"or more: the LP relaxation's bound; not re-planned, {why}{_caps_unchecked(s)})")
         elif got is None or got["status"] == "no-variables":
             row["reason"] = _no_variable_reason(acc, s, cat, opts)
         elif got["status"] == "infeasible":
@@ -310,6 +310,15 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
                              r["cost_delta_usd_per_year"] or 0.0, r["accelerator"]))
     return rows
+
+
+def _caps_unchecked(s) -> str:
+    """'; whether whole systems fit site.power_cap_kw was not checked' where the scenario caps power or
+    cost: an LP bound's fractions of systems may fit a cap no plan of whole systems fits (the second
+    review: an office's 3 kW cap, h200-sxm shown '+$3,936 or more', and no plan on it exists)."""
+    caps = [name for name, on in (("site.power_cap_kw", s.site.power_cap_kw), ("the budget", s.budget.usd_per_year
+            or s.budget.capex_usd_per_year or s.budget.opex_usd_per_year or s.budget.years)) if on]
+    return f"; whether whole systems fit {' and '.join(caps)} was not checked" if caps else ""
 
 
 MODE_WORDS = {"buy": "buying", "on-demand": "renting on demand", "spot": "spot rentals",
