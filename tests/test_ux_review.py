@@ -163,3 +163,15 @@ def test_an_infeasible_edge_job_is_written_in_every_format_asked(plan_cli, tmp_p
         res = plan_cli(path, "-f", fmt, "-o", str(out), "--quiet")
         assert res.code == 3, (fmt, res.err)
         assert "100 W" in out.read_text() or fmt == "csv", fmt
+
+
+def test_the_why_not_chart_keeps_near_alternatives_visible_and_marks_bounds():
+    """The report review: on a linear scale one alternative at +$12.7M shrank the seven nearest
+    (+$36k to +$115k) to slivers, and LP bounds looked like re-planned figures."""
+    from planner.cli import svg
+
+    items = [("a", 36_000.0), ("b", 40_000.0), ("c", 115_000.0), ("far", 12_700_000.0)]
+    chart = svg.hbar(items, "t", faint={"a", "far"}, clip=2 * 115_000.0, fmt=lambda v: "+" + svg.money(v))
+    widths = [float(w) for w in __import__("re").findall(r'<rect class="bar" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', chart)]
+    assert widths[2] > 0.45 * widths[3] and widths[0] > 0.1 * widths[3]  # the near ones are not slivers
+    assert chart.count('fill-opacity="0.4"') == 2 and "&gt;= +$12.7M" in chart and 'stroke="#fff"' in chart

@@ -55,23 +55,31 @@ def _open(width: int, height: int, title: str) -> list[str]:
             f'<text x="0" y="16" font-size="14" font-weight="600" fill="#1a202c">{_esc(title)}</text>']
 
 
-def hbar(items: list[tuple[str, float]], title: str, width: int = 540, fmt=money, note: str = "") -> str:
+def hbar(items: list[tuple[str, float]], title: str, width: int = 540, fmt=money, note: str = "",
+         faint: set[str] | None = None, clip: float | None = None) -> str:
     """Horizontal bars, one per (label, value), largest first as given; values >= 0. The labels'
-    column is as wide as the longest label (about 7 px a character at 12 px), never cut off."""
+    column is as wide as the longest label (about 7 px a character at 12 px), never cut off.
+    faint: labels whose value is a bound, not a figure (drawn pale, the value prefixed '>= ').
+    clip: the value the full width stands for; a longer bar is cut there and drawn with a break."""
     row, top = 24, 30
     left = max(150, 16 + 7 * max((len(label) for label, _ in items), default=0))
     width = max(width, left + 260)
     height = top + row * max(len(items), 1) + (34 if note else 20)
     out = _open(width, height, title)
-    vmax = max((v for _, v in items), default=0) or 1.0
+    vmax = clip or max((v for _, v in items), default=0) or 1.0
     span = width - left - 90
     for i, (label, value) in enumerate(items):
         y = top + i * row
-        w = max(span * value / vmax, 1 if value > 0 else 0)
+        w = max(span * min(value, vmax) / vmax, 1 if value > 0 else 0)
+        pale = ' fill-opacity="0.4"' if faint and label in faint else ""
+        said = (">= " if faint and label in faint else "") + fmt(value)
         out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" fill="#2d3748">{_esc(label)}</text>')
         out.append(f'<rect class="bar" x="{left}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" '
-                   f'fill="{PALETTE[i % len(PALETTE)]}"><title>{_esc(label)}: {_esc(fmt(value))}</title></rect>')
-        out.append(f'<text x="{left + w + 6:.1f}" y="{y + 15}" fill="#2d3748">{_esc(fmt(value))}</text>')
+                   f'fill="{PALETTE[i % len(PALETTE)]}"{pale}><title>{_esc(label)}: {_esc(said)}</title></rect>')
+        if value > vmax:  # (a break across the cut bar: it runs on past the chart)
+            out.append(f'<path d="M{left + w - 14:.1f},{y + 21} l6,-16 M{left + w - 8:.1f},{y + 21} l6,-16" '
+                       'stroke="#fff" stroke-width="3"/>')
+        out.append(f'<text x="{left + w + 6:.1f}" y="{y + 15}" fill="#2d3748">{_esc(said)}</text>')
     if note:
         out.append(f'<text x="0" y="{height - 8}" fill="#718096" font-size="11">{_esc(note)}</text>')
     out.append("</svg>")
