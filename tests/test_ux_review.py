@@ -175,3 +175,16 @@ def test_the_why_not_chart_keeps_near_alternatives_visible_and_marks_bounds():
     widths = [float(w) for w in __import__("re").findall(r'<rect class="bar" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', chart)]
     assert widths[2] > 0.45 * widths[3] and widths[0] > 0.1 * widths[3]  # the near ones are not slivers
     assert chart.count('fill-opacity="0.4"') == 2 and "&gt;= +$12.7M" in chart and 'stroke="#fff"' in chart
+
+
+def test_a_sweeps_chart_names_no_fleet_for_variants_without_a_plan(plan_cli, tmp_path):
+    """The report review: the legend showed 'no plan' with a swatch but no marker, and the count of
+    distinct fleets included it."""
+    out = tmp_path / "sweep.html"
+    res = plan_cli("sweep", SCENARIOS / "over-budget.yaml", "--set", "budget.usd_per_year=60000,200000",
+                   "-o", str(out), "--quiet")
+    assert res.code == 0, res.err
+    page = out.read_text()
+    assert "1 distinct fleet(s); 1 without a plan" in page
+    legend = page.split("Fleets (marker colour)", 1)[1].split("</ul>", 1)[0]
+    assert "no plan" not in legend and "h200-nvl-x4" in legend

@@ -233,7 +233,8 @@ def sweep_chart(entries: list[dict]) -> tuple[str, list[str]]:
         by_x = {e["settings"][x_key]: e for e in entries if tuple(e["settings"][k] for k in keys[1:]) == g}
         name = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], g)) or "$/year"
         series.append((name, [(by_x[x]["summary"].get("total_cost_usd_per_year") if x in by_x else None) for x in xs]))
-        marks.append([fleet_key(by_x[x]["summary"]) if x in by_x else "" for x in xs])
+        marks.append([fleet_key(by_x[x]["summary"]) if x in by_x and by_x[x]["summary"].get("fleet") else ""
+                      for x in xs])  # (a variant without a plan has no point, so no fleet in the legend)
     fleets = list(dict.fromkeys(m for ms in marks for m in ms if m))
     chart = svg.lines(xs, series, "Cost per year against " + x_key, x_key, marks=marks, mark_names=fleets)
     return chart, fleets
@@ -246,7 +247,8 @@ def sweep_html(entries: list[dict], rows: list[dict], cols: list[str], closing: 
     changes = _changes(entries)
     body = [f"<h1>Sweep: {_e(scenario)}</h1>",
             f'<p class="headline">{len(entries)} variants of {", ".join(_e(k) for k in entries[0]["settings"])}; '
-            f"{len(fleets)} distinct fleet(s).</p>",
+            f"{len(fleets)} distinct fleet(s)" + (f"; {none} without a plan (the status column says which; --format json holds each diagnosis)" if (none := sum(
+                not e["summary"].get("fleet") for e in entries)) else "") + ".</p>",
             f'<div class="charts"><figure>{chart}</figure><div style="max-width:360px"><h3>Fleets (marker colour)</h3>'
             f"<ul>{legend}</ul></div></div>",
             f"<h2>Where the fleet changes</h2><ul>{changes}</ul>" if changes else "",
