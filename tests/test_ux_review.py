@@ -188,3 +188,14 @@ def test_a_sweeps_chart_names_no_fleet_for_variants_without_a_plan(plan_cli, tmp
     assert "1 distinct fleet(s); 1 without a plan" in page
     legend = page.split("Fleets (marker colour)", 1)[1].split("</ul>", 1)[0]
     assert "no plan" not in legend and "h200-nvl-x4" in legend
+
+
+def test_a_unit_cost_of_owned_and_bought_systems_names_each_cost_once():
+    from planner.explain.three_checks import _included
+
+    job = {"placements": [{"acquisition": "buy", "provider": "owned"}, {"acquisition": "buy", "provider": "oem"},
+                          {"acquisition": "on-demand", "provider": "lambda"}]}
+    said = _included(job)
+    assert said == (" at the planned batch, power and hosting (capital for the systems bought) and the "
+                    "rental prices included")
+    assert "hosting and power and hosting" not in said

@@ -206,14 +206,15 @@ API_ONLY = " at the API's token prices"
 
 
 def _included(job: dict) -> str:
-    """What the unit cost holds, by how the job is served: its own systems' capital, power and hosting;
-    rentals' hourly prices; an API's token prices (which have no batch, capital, power or hosting)."""
+    """What the unit cost holds: owned systems' capital, power and hosting; rentals' or an API's prices."""
     kinds = {"api" if p["acquisition"] == "api" else "held" if p["provider"] == OWNED_PROVIDER else
              "owned" if p["acquisition"] == "buy" else "rented"
              for p in job["placements"]} | ({"api"} if job.get("api") else set())
     words = {"owned": "capital, power and hosting", "held": "power and hosting (no capital: systems you own)",
              "rented": "the rental prices", "api": "the API's token prices"}
-    held = " and ".join(words[k] for k in ("owned", "held", "rented", "api") if k in kinds) or "its costs"
+    if {"owned", "held"} <= kinds:  # (not "capital, power and hosting and power and hosting": the second review)
+        words["owned"], kinds = "power and hosting (capital for the systems bought)", kinds - {"held"}
+    held = listed([words[k] for k in words if k in kinds] or ["its costs"])
     return API_ONLY if kinds == {"api"} else f" at the planned batch, {held} included"
 
 
@@ -230,10 +231,10 @@ def _unit_cost(job: dict, spec) -> str:
 def _rl_loop(job: dict) -> str:
     """How the plan runs an RL job's rollouts and trainer: in turns on the systems they share (their
     accelerator-hours count together: data/sharing.py), or at once on separate ones (the reviews)."""
-    rollouts = {p["offer"] for p in job["placements"] if p.get("users_per_replica") is not None}
-    trainer = {p["offer"] for p in job["placements"] if p.get("hours_per_run") is not None}
-    if rollouts & trainer:
-        return (f"run the rollouts and the trainer in turns on {', '.join(sorted(rollouts & trainer))}, as a synchronous "
+    shared = ({p["offer"] for p in job["placements"] if p.get("users_per_replica") is not None}
+              & {p["offer"] for p in job["placements"] if p.get("hours_per_run") is not None})
+    if shared:
+        return (f"run the rollouts and the trainer in turns on {', '.join(sorted(shared))}, as a synchronous "
                 "loop does (verl's default): the plan counts their accelerator-hours together within the day, so "
                 "the rollouts spread over the systems while the trainer waits, and the trainer takes them all in its turn")
     return ("run the rollouts and the trainer at the same time on their separate systems, as an asynchronous loop "
@@ -253,8 +254,7 @@ def three_checks(job: dict, spec, cat) -> dict:
         run = _run_it(p, spec, stack, weight_only)
         if run not in runs:
             runs.append(run)
-    if spec.stage == "rl":
-        runs.append(_rl_loop(job))
+    runs += [_rl_loop(job)] if spec.stage == "rl" else []
     for a in job.get("api") or []:  # hosted token-priced APIs (options/api.py)
         regimes.append(f"on {a['provider']}'s hosted API the job is token-bound: it pays per token, so hours "
                        "without requests cost nothing; a peak above the rate limit needs capacity of its own")
