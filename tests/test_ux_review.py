@@ -199,3 +199,16 @@ def test_a_unit_cost_of_owned_and_bought_systems_names_each_cost_once():
     assert said == (" at the planned batch, power and hosting (capital for the systems bought) and the "
                     "rental prices included")
     assert "hosting and power and hosting" not in said
+
+
+def test_inferentia_is_never_offered_for_training(plan_cli, tmp_path):
+    """The second review: a 70B fine-tune's why-not listed '8x inferentia2-x12' at +$3,822; AWS Neuron
+    trains on Trainium, Inferentia2 serves."""
+    path = tmp_path / "ft.yaml"
+    path.write_text("name: t\nsite: {ownership: cloud}\npolicy: {acquisition: [on-demand]}\njobs:\n"
+                    "- {name: ft, stage: finetune, model: llama-3.1-8b, method: lora, dataset_tokens: 1.0e8,"
+                    " max_hours_per_run: 48}\n")
+    res = plan_cli(path, "--format", "json", "--quiet", "--explain", "brief")
+    assert res.code == 0, res.err
+    (row,) = [a for a in json.loads(res.out)["alternatives"] if a["accelerator"] == "inferentia2"]
+    assert row["status"] == "infeasible" and "Inferentia runs inference" in row["reason"]

@@ -29,6 +29,9 @@ def batch_configs(m, acc, system: System, method: str, tokens: float, seq: int, 
     count if it uses whole systems better. A run spans several systems only if they scale out; on
     several, the fewest whole systems (_fewest_systems: 24 nodes where 16 are too slow and 32 more
     than needed, not 32), and the next count of batch_counts beside it."""
+    if acc.vendor == "aws" and "inferentia" in acc.name.lower():
+        return [], ("AWS Inferentia runs inference: AWS Neuron trains on Trainium (PyTorch NeuronX: training on "
+                    "Trn1 and Trn2, inference on Inf2; awsdocs-neuron pytorch-setup)")
     if method == "qlora" and acc.stack not in QLORA_STACKS:
         return [], (f"qlora's NF4 base needs bitsandbytes, which runs on {' and '.join(QLORA_STACKS)}, not "
                     f"{acc.stack}; use method: lora there")
