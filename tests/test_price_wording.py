@@ -42,7 +42,7 @@ def test_fp8_weights_on_an_accelerator_without_fp8_matmuls_are_benchmarked_weigh
                               )["jobs"][0]["checks"]["run_it"] for acc in ("a100-80gb", "h100-sxm")}
     assert "weight-only: a100-80gb has no fp8 matmuls, so they run as W8A16" in runs["a100-80gb"], runs
     assert "Marlin" in runs["a100-80gb"] and "TensorRT-LLM" not in runs["a100-80gb"]
-    assert "weight-only" not in runs["h100-sxm"] and "(fp8 weights, fp8 KV) with vLLM or TensorRT-LLM" in runs["h100-sxm"]
+    assert "weight-only" not in runs["h100-sxm"] and "(fp8 weights, fp8 KV: on vLLM pass --kv-cache-dtype fp8, its default is 16-bit) with vLLM or TensorRT-LLM" in runs["h100-sxm"]
 
 
 def test_a_token_price_says_it_counts_the_peak_load_all_day_unless_active_fraction_says_otherwise(plan_cli, tmp_path):

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-
 from planner.data import jobs
 from planner.data.catalog import OWNED_PROVIDER, unquoted
 from planner.data.fleet_words import fleet_item
@@ -161,7 +160,8 @@ def _run_it(p: dict, job, stack: str, weight_only: bool = False) -> str:
                     f"TP{p['tensor_parallel']}, {inp:,}-token prompts arriving at "
                     f"{half['prompts_per_s_per_replica']:,.2f} a second: expect the first token{ttft.replace(' and first token', '')} "
                     f"including the KV cache's {half['kv_transfer_ms']:,.1f} ms to {half['decode_system']}")
-        return (f"benchmark {job.model} ({weights}, {job.kv_precision} KV) with {engine} on "
+        kv = ": on vLLM pass --kv-cache-dtype fp8, its default is 16-bit" if job.kv_precision == "fp8" else ""
+        return (f"benchmark {job.model} ({weights}, {job.kv_precision} KV{kv}) with {engine} on "
                 f"{n}x {acc} ({p['system']}), {_layout(p)}, "
                 f"{p['users_per_replica']:,} concurrent sequences at {ctx:,}-token context "
                 f"({inp:,} in, {out:,} out): expect at least "
