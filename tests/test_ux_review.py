@@ -212,3 +212,14 @@ def test_inferentia_is_never_offered_for_training(plan_cli, tmp_path):
     assert res.code == 0, res.err
     (row,) = [a for a in json.loads(res.out)["alternatives"] if a["accelerator"] == "inferentia2"]
     assert row["status"] == "infeasible" and "Inferentia runs inference" in row["reason"]
+
+
+def test_the_decision_names_each_acquisition_mode_once():
+    """The report review: "Rent on demand 1x h200-sxm-x1 (...); Rent on demand 1x b200-x8 (...)"."""
+    from planner.data.fleet_words import fleet_clauses
+
+    row = {"accelerators": 8, "accelerator": "b200", "system": "b200-x8", "systems": 1}
+    fleet = [{**row, "acquisition": "buy", "provider": "oem"}, {**row, "acquisition": "on-demand", "provider": "a"},
+             {**row, "acquisition": "on-demand", "provider": "b", "systems": 2, "accelerators": 16}]
+    assert fleet_clauses(fleet) == ["Buy 1x b200-x8 (8 b200, oem)",
+                                    "Rent on demand 1x b200-x8 (8 b200, a) and 2x b200-x8 (16 b200, b)"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from planner.data import jobs
 from planner.data.catalog import OWNED_PROVIDER, unquoted
-from planner.data.fleet_words import fleet_item
+from planner.data.fleet_words import VERBS, fleet_clauses, fleet_item
 from planner.data.money import hours_text, listed, unit_cost_text
 from planner.options import build as options
 from planner.physics import disagg, moe
@@ -25,8 +25,6 @@ LEVERS = {"bandwidth": "memory bandwidth or a lower precision speeds it up; more
           "interconnect": "a faster scale-up link or less tensor parallelism speeds it up",
           "overhead": "fewer pipeline stages or larger batches amortise the fixed per-step cost",
           "capacity": "more memory per accelerator (or lower precision) lets it use fewer accelerators"}
-VERBS = {"buy": "Buy", "on-demand": "Rent on demand", "spot": "Rent spot", "reserved-1y": "Reserve for 1 year",
-         "reserved-3y": "Reserve for 3 years"}
 
 
 def _part(job, key: str | None):
@@ -266,8 +264,7 @@ def three_checks(job: dict, spec, cat) -> dict:
 
 def summary(plan: dict, s) -> str:
     """The recommendation in one paragraph."""
-    parts = [_item(f) for f in plan["fleet"]]
-    text = "; ".join(parts) or "Nothing to acquire"
+    text = "; ".join(fleet_clauses(plan["fleet"])) or "Nothing to acquire"
     text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
     if plan.get("years"):  # the final year's fleet; purchases paid when made
         paid = [f"${y['capex_usd']:,.0f} in year {y['year']}" for y in plan["years"] if y["capex_usd"] > 0]
@@ -324,17 +321,6 @@ def _estimated(plan: dict) -> str:
         return ""
     return (f" It rests on estimated prices, not quotes: {listed(rows)}; get a quote before acting on it "
             "(--catalog takes yours).")
-
-
-def _item(f: dict) -> str:
-    """One fleet line in words: systems acquired, systems already owned, or a hosted API billed per token."""
-    if f["acquisition"] == "api":
-        return f"Use {f['provider']}'s hosted API for {f['system']} (billed per token)"
-    if f["provider"] == OWNED_PROVIDER:
-        return (f"Keep {f['systems']:,}x {f['system']} you own ({f['accelerators']:,} {f['accelerator']}; no capital, "
-                "their power, hosting and operations paid)")
-    return (f"{VERBS.get(f['acquisition'], f['acquisition'])} {f['systems']:,}x {f['system']} "
-            f"({f['accelerators']:,} {f['accelerator']}, {f['provider']})")
 
 
 def _earlier(plan: dict) -> str:
