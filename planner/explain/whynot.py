@@ -29,6 +29,7 @@ from planner.data import deadline
 from planner.data.catalog import is_held
 from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
+from planner.data.years import year_caps
 from planner.explain import batch
 from planner.explain.replan import (
     MAX_NODES,
@@ -316,8 +317,8 @@ def _caps_unchecked(s) -> str:
     """'; whether whole systems fit site.power_cap_kw was not checked' where the scenario caps power or
     cost: an LP bound's fractions of systems may fit a cap no plan of whole systems fits (the second
     review: an office's 3 kW cap, h200-sxm shown '+$3,936 or more', and no plan on it exists)."""
-    caps = [name for name, on in (("site.power_cap_kw", s.site.power_cap_kw), ("the budget", s.budget.usd_per_year
-            or s.budget.capex_usd_per_year or s.budget.opex_usd_per_year or s.budget.years)) if on]
+    budget = any(year_caps(s, t) for t in range(1, s.horizon_years + 1))
+    caps = [name for name, on in (("site.power_cap_kw", s.site.power_cap_kw), ("the budget", budget)) if on]
     return f"; whether whole systems fit {' and '.join(caps)} was not checked" if caps else ""
 
 

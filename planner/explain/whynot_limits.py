@@ -123,14 +123,13 @@ def _limits_text(s, em, values: dict, moved: list[str], basis: str) -> str:
             over.setdefault((family, where, cap), []).append((t, amount))
     for (family, where, cap), amounts in over.items():
         power = family == "power"
-        unit = (lambda x: f"{x:,.1f} kW") if power else (lambda x: f"${x:,.0f}{'' if em.npv else '/yr'}")
+        first_cash = not em.npv and not power and family == "usd" and budget_basis(s) == "cash"
+        # (a one-period plan's cash budget caps its first year's payments, not a yearly cost)
+        unit = (lambda x: f"{x:,.1f} kW") if power else (lambda x: f"${x:,.0f}{'' if em.npv or first_cash else '/yr'}")
         if basis == "lp" and em.npv:  # the LP bounds the sum over the years, not each year
             parts.append(f"it overruns {where} ({unit(cap)}) by at least {unit(sum(x for _, x in amounts))} "
                          "summed over the years")
             continue
-        first_cash = not em.npv and not power and family == "usd" and budget_basis(s) == "cash"
-        if first_cash:  # (a one-period plan's cash budget caps its first year's payments, not a yearly cost)
-            unit = lambda x: f"${x:,.0f}"  # noqa: E731
         needs = [unit(cap + x) + when(t) for t, x in amounts]
         needs = listed(needs)
         parts.append(f"it needs {BASIS[basis]}{needs} of site power, above {where} ({unit(cap)})" if power else
