@@ -85,11 +85,15 @@ def test_bank_explanations_in_json_and_markdown():
     data = json.loads(tables.to_json(plan))
     assert {"explanations", "alternatives", "next_best", "summary"} <= set(data)
     demand = next(e for e in data["explanations"] if e["family"] == "demand")
-    # its two replicas hold 238 users for 200: one more costs nothing until they fill (the review's
-    # 666-user node for 400 said '[binds] ... costs $667.43/yr'); the price past that is kept
-    assert not demand["binding"] and demand["shadow_price"] > 0
-    assert "costs nothing more until its planned replicas fill (they hold 238, 38 more than the 200 needed)" \
-        in demand["message"]
+    # replicas that hold more users than needed (2x TP2 hold 238 for 200; 4x TP1, as good, 200): one
+    # more costs nothing until they fill (the review's 666-user node for 400 said '[binds] ... costs
+    # $667.43/yr'); the price past that is kept
+    job = next(j for j in plan["jobs"] if j["name"] == "assistant")
+    held = sum(p["replicas"] * p["users_per_replica"] for p in job["placements"])
+    assert demand["shadow_price"] > 0 and demand["binding"] == (held == 200)
+    if held > 200:
+        assert (f"costs nothing more until its planned replicas fill (they hold {held}, {held - 200} more than "
+                "the 200 needed)") in demand["message"]
     assert demand["unit"] == "USD per year per concurrent user"
     redundancy = next(e for e in data["explanations"] if e["family"] == "redundancy")
     assert redundancy["binding"] and redundancy["shadow_price"] > 0  # N+1 doubles a one-server fleet

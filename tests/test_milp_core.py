@@ -3,6 +3,7 @@ levels, why-not with every job forced onto an accelerator, and the optional HiGH
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -12,15 +13,22 @@ from conftest import SCENARIOS
 from test_bruteforce import A100, World, replica_vectors, scenario, serve, slots
 
 from planner.app.planning import make_plan
-from planner.data.scenario import load_scenario
+from planner.data.colocation import spare_pool_of
+from planner.data.scenario import Scenario, load_scenario
 
 
 def n_plus_1_brute_force(s) -> float:
-    """Serving only: every replica vector per demand; each owned offer that serves holds its peak
-    accelerators plus one spare system; a demand's rentals of an offer hold one spare system too."""
+    """Serving only: every replica vector per demand; each owned offer holds its peak accelerators
+    in whole systems, and each N+1 pool (one system type at one site, data.colocation.spare_pool_of:
+    the offers bought or already held there) one system more than its summed peak needs, bought from
+    whichever of its offers is cheapest with room under its cap; a demand's rentals of an offer hold
+    one spare system too. An assignment that holds more of an offer than its cap is not a plan."""
     w = World(s)
     demands = sorted(w.opts.serve)
     best = math.inf
+    cap = {oid: o.max_systems if o.max_systems is not None else s.policy.max_systems_per_offer
+           for oid, o in w.opts.offers.items()}
+    usable = {oid for dk in demands for _, oid in w.serve_pairs(dk) if w.owned(oid)}
 
     def assignments(k):
         if k == len(demands):
@@ -31,6 +39,23 @@ def n_plus_1_brute_force(s) -> float:
         for vec in replica_vectors(pairs, w.opts.demands[dk].users):
             for rest in assignments(k + 1):
                 yield {dk: [(opt, oid, y) for (opt, oid), y in zip(pairs, vec) if y], **rest}
+
+    def owned_cost(peak) -> float:
+        cost, pools = 0.0, {}
+        for oid in sorted(usable):
+            pools.setdefault(spare_pool_of(w.opts.offers[oid]), []).append(oid)
+        for oids in pools.values():
+            used = {oid: peak[oid] for oid in oids if oid in peak}
+            if not used:
+                continue
+            per = w.system(oids[0]).accelerators
+            held = {oid: math.ceil(used.get(oid, 0) / per - 1e-9) for oid in oids}
+            if any(held[oid] > cap[oid] for oid in oids):
+                return math.inf
+            cost += sum(held[oid] * w.fixed(oid) for oid in oids)
+            if sum(held.values()) < math.ceil(sum(used.values()) / per - 1e-9) + 1:  # the spare
+                cost += min((w.fixed(oid) for oid in oids if held[oid] < cap[oid]), default=math.inf)
+        return cost
 
     for chosen in assignments(0):
         cost, peak = 0.0, {}
@@ -47,9 +72,7 @@ def n_plus_1_brute_force(s) -> float:
             for oid, used in rented.items():
                 systems = math.ceil(used / w.system(oid).accelerators - 1e-9) + 1
                 cost += systems * w.opts.offers[oid].price_usd_per_hour * h
-        for oid, used in peak.items():
-            cost += (math.ceil(used / w.system(oid).accelerators - 1e-9) + 1) * w.fixed(oid)
-        best = min(best, cost)
+        best = min(best, cost + owned_cost(peak))
     return best
 
 
@@ -78,13 +101,18 @@ N1_CASES = {
     # several replica sizes of three jobs on one pool (the spare-share rows sum a job's options)
     "three-jobs-mixed-hours": ([serve("chat", 1500), serve("night", 300, hours=12, precision="bf16"),
                                 serve("docs", 60, context=32768, precision="bf16")], N1),
+    # a server already held and the same server bought beside it: one spare between them
+    "owned-and-bought-one-pool": ([serve("chat", 2500)], {**N1, "providers": ["secondary-market"]}),
 }
+OWNED = {"owned-and-bought-one-pool": [{"system": "a100-80gb-x8", "count": 1}]}
 
 
 @pytest.mark.parametrize("case", sorted(N1_CASES))
 def test_n_plus_1_matches_enumeration(case):
     jobs, policy = N1_CASES[case]
     s = scenario(jobs, policy)
+    if case in OWNED:
+        s = s.model_copy(update={"owned": Scenario.model_validate({"name": "o", "jobs": jobs, "owned": OWNED[case]}).owned})
     expected = n_plus_1_brute_force(s)
     assert math.isfinite(expected)
     assert make_plan(s, explain=False)["total_cost_usd_per_year"] == pytest.approx(expected, rel=1e-6, abs=0.01)
@@ -396,3 +424,34 @@ def test_a_plan_leaving_demand_unserved_says_so_at_the_top(plan_cli, tmp_path):
     assert not verify({**plan, "demand_met": True}, s, resolve(s)).ok
     full = make_plan(load_scenario(SCENARIOS / "bank.yaml"), explain="none")
     assert full["demand_met"] is True and "demand not fully met" not in headline(full)
+
+
+def test_one_spare_serves_a_pool_of_owned_and_bought_servers():
+    """The second review's hospital: a server already held and the same server bought beside it keep
+    one spare between them (the held one, at no capital), not one each; the verifier checks the
+    pool as one and refuses a plan that leaves none of its systems free."""
+    from planner.data.consistency import resolve
+    from planner.verify.plan import verify
+
+    jobs, policy = N1_CASES["owned-and-bought-one-pool"]
+    s = scenario(jobs, policy)
+    s = s.model_copy(update={"owned": Scenario.model_validate({"name": "o", "jobs": jobs, "owned": OWNED[
+        "owned-and-bought-one-pool"]}).owned})
+    plan = make_plan(s, explain=False)
+    held = {f["provider"]: f["systems"] for f in plan["fleet"]}
+    used = sum(p["replicas"] * p["accelerators_per_replica"] for p in plan["jobs"][0]["placements"])
+    assert held.get("owned") == 1 and sum(held.values()) == math.ceil(used / 8) + 1  # one spare in all
+    cat = resolve(s)
+    assert verify(plan, s, cat).ok
+    bad = copy.deepcopy(plan)  # one bought server fewer, a 1-GPU replica moved onto the held one
+    bought = next(f for f in bad["fleet"] if f["provider"] != "owned")
+    bought["systems"], bought["accelerators"] = bought["systems"] - 1, bought["accelerators"] - 8
+    small = next(p for p in bad["jobs"][0]["placements"] if p["accelerators_per_replica"] == 1)
+    small.update(offer="a100-80gb-x8-owned", provider="owned")
+    slots = {o: sum(p["replicas"] * p["accelerators_per_replica"] for p in bad["jobs"][0]["placements"] if p["offer"] == o)
+             for o in ("a100-80gb-x8-owned", bought["offer"])}
+    assert slots["a100-80gb-x8-owned"] <= 8 and slots[bought["offer"]] <= 8 * bought["systems"]  # each offer fits
+    found = verify(bad, s, cat).failures
+    assert any(x.startswith("[redundancy]") and "one spare system kept free among them (N+1)" in x for x in found), found
+    no_spare = s.model_copy(update={"policy": s.policy.model_copy(update={"redundancy": "none"})})
+    assert not any(x.startswith(("[capacity]", "[redundancy]")) for x in verify(bad, no_spare, cat).failures)

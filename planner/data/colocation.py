@@ -33,6 +33,14 @@ def place_of(offer, stack: str) -> tuple[str, str]:
     return (MARKETPLACE if offer.tier == "marketplace" else f"{offer.provider} ({offer.region})"), stack
 
 
+def spare_pool_of(offer) -> tuple:
+    """An owned offer's N+1 pool (policy.redundancy: n+1): its system type at its site (bought or
+    already held: the scenario's site; reserved: its provider's region), any idle system of which can
+    take the replicas of whichever fails; a marketplace's hosts are no one site, so each offer alone."""
+    site = place_of(offer, "")[0]
+    return (offer.id,) if site == MARKETPLACE else (site, offer.system)
+
+
 def place_in(offer, cat) -> tuple[str, str]:
     """place_of an offer, its stack read from the catalog's accelerator of its system."""
     return place_of(offer, cat.accelerators[cat.systems[offer.system].accelerator].stack)

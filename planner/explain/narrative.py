@@ -144,14 +144,20 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
         binding = limit is not None and shadow.is_tight(limit, res.values)
         busy = ""
         if ("capacity", key) in fm.rows:
-            spare = system.accelerators * round(res.values.get(fm.u[key].name, 0.0)) if key in fm.u else 0
+            pool = fm.spare_pool(oid, fm.first) if fm.u else None
+            alone = pool is None or len(fm.spare_pool_offers(pool)) == 1
+            spare = system.accelerators * round(res.values.get(fm.u[pool].name, 0.0)) if alone and pool in fm.u else 0
             used = per - spare - shadow.room(fm.rows[("capacity", key)], res.values)
             running = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
                           if p["offer"] == oid and p.get("users_per_replica") is not None)
             stranded = (f" ({running:g} running replicas; the rest stranded beside replicas that do not tile a "
                         f"{system.accelerators}-accelerator system)" if 0 < running < used - 1e-6 else "")
+            held = {o: fleet.get((shadow.store_of(fm, o), (o, fm.first)), 0) for o in ([] if alone else fm.spare_pool_offers(pool))}
+            shared = ("" if alone or pool not in fm.u or round(res.values.get(fm.u[pool].name, 0.0)) == 0 else
+                      f"; one system kept free as the N+1 spare among the {sum(held.values()):g} {system.id} at its site "
+                      f"({', '.join(f'{n:g} {o}' for o, n in held.items() if n)})")
             busy = f"; {used:g} of {per} accelerators busy at peak{stranded}" + (
-                f", {spare:g} kept free as the N+1 spare" if spare else "")
+                f", {spare:g} kept free as the N+1 spare" if spare else shared)
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
             tail = "; its upper bound (the offer's availability or the site's power) allows no more"

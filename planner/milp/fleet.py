@@ -120,14 +120,21 @@ def define_serving_variables(fm: FleetModel) -> None:
 
 def define_spare_variables(fm: FleetModel) -> None:
     """N+1 (policy.redundancy: n+1): every pool of serving systems holds one spare in each year, so
-    any one system can fail and its replicas restart on the spare. A pool is an owned offer o
-    (shared by every job) or one demand's hourly rentals of offer o. u = 1 when the pool serves:
+    any one system can fail and its replicas restart on the spare. A pool is one system type's owned
+    systems at one site (model.spare_pool: the offers bought, already held or reserved there, shared
+    by every job) or one demand's hourly rentals of offer o. u = 1 when the pool serves:
       spare-use    y[d,i,o,t] <= ceil(users[d,t] / users_i) u_pool   (a variable upper bound: no
                    big-M; no demand needs more replicas than its users)
       spare-share  sum_i c_i y[d,i,o,t] <= (users[d,t] + max_i c_i) u_pool, c_i = min(users_i,
-                   users[d,t]) as in the demand row, over d's options on the pool (two or more)
+                   users[d,t]) as in the demand row, over d's options on the pool's offers (two or more)
     and the capacity rows (rows.define_capacity_constraints) keep one system free:
-    slots <= acc_o (held(o,t) - u).
+    slots <= acc_o (held(o,t) - u) for a pool of one offer; for several, slots_o <= acc_o held(o,t)
+    on each and spare-pool  sum_o slots_o <= acc (sum_o held(o,t) - u) over them. The review's
+    hospital (one h100-sxm-x8 owned, 350 users of a 70B model) kept a spare for the owned node and
+    another for the nodes bought beside it: it bought 3 and left the owned one idle at $332,178 a
+    year; with one spare between them it keeps the owned node and buys 2, $266,923 (the enumeration
+    in tests/test_milp_core.py checks a case of it). The spare is a whole system of the pool, so the
+    summed slots suffice: with any one system down, the replicas it ran fit in the slots left free.
     spare-share is the facility-location linking row (a client's share served by a facility is at
     most its opening): in the LP relaxation u_pool is then at least the share of demand d the pool
     carries, summed over d's options, where spare-use alone gives only the largest single option's
@@ -144,12 +151,12 @@ def define_spare_variables(fm: FleetModel) -> None:
         d, opt = fm.options.demands[dk], fm.options.serve[dk][i]
         if d.pool:
             continue  # pooling.define_pool_spares
-        pool = (oid, t) if (oid, t) in fm.held_terms else (dk, oid, t)
+        pool = fm.spare_pool(oid, t) if (oid, t) in fm.held_terms else (dk, oid, t)
         u = fm.u[pool] if pool in fm.u else fm.var(fm.u, pool, "Binary")  # (an LpVariable is falsy)
         need = math.ceil(fm.demand_at(dk, t) / max(opt.users_per_replica, 1))
         fm.add("spare-use", (dk, i, oid, t), yv <= need * u)
         if fm.tight:
-            share.setdefault((dk, oid, t), []).append((min(opt.users_per_replica, fm.demand_at(dk, t)), yv, u))
+            share.setdefault((dk, *pool[-2:]), []).append((min(opt.users_per_replica, fm.demand_at(dk, t)), yv, u))
     for (dk, oid, t), terms in sorted(share.items()):
         if len(terms) > 1:
             top = fm.demand_at(dk, t) + max(c for c, _, _ in terms)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import pulp
 
 from planner.data.catalog import is_held
+from planner.data.colocation import spare_pool_of
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import demands_of_job
 from planner.data.years import Trend, life_years, trend_for
@@ -77,6 +78,8 @@ class FleetModel(Registry):
     _demand: dict = field(default_factory=dict)
     _trends: dict = field(default_factory=dict)
     """accelerator -> its Trend (trend): read for every variable and cost term of an offer"""
+    _spare_pools: dict = field(default_factory=dict)
+    """(site, system, year) -> the owned offers held there that year, sorted (spare_pool)"""
     pool_members: tuple | None = None
     """(y's size, pooling.members' answer) once asked: five pooled families and the cover cuts each
     read it, and each sorted every y (a 200-job shortlist's rebuild 0.64-0.79 -> 0.37-0.45 s)"""
@@ -224,6 +227,20 @@ class FleetModel(Registry):
         """Rental variable name -> its coefficient in the objective (an NPV's discounted)."""
         return {v.name: c * (self.discount(t) if self.npv else 1.0)
                 for (t, comp), terms in self.cash.items() if comp == "rental" for c, v, _ in terms}
+
+    def spare_pool(self, oid: str, t: int) -> tuple[str, int]:
+        """The N+1 pool of owned offer oid in year t, named (its first offer, t): the owned offers
+        holding systems that year in its data.colocation.spare_pool_of (one system type at one site).
+        One idle system there is a spare for any of them (fleet.define_spare_variables)."""
+        if not self._spare_pools:
+            for (o, year) in sorted(self.held_terms):
+                self._spare_pools.setdefault(spare_pool_of(self.offer(o)) + (year,), []).append(o)
+        return self._spare_pools[spare_pool_of(self.offer(oid)) + (t,)][0], t
+
+    def spare_pool_offers(self, pool: tuple[str, int]) -> list[str]:
+        """The owned offers in an N+1 pool (spare_pool's name for it)."""
+        oid, t = pool
+        return self._spare_pools[spare_pool_of(self.offer(oid)) + (t,)]
 
     def cap_of(self, o) -> int:
         return o.max_systems if o.max_systems is not None else self.scenario.policy.max_systems_per_offer

@@ -17,7 +17,8 @@ load. For a pool p, a configuration c = (system, TP, PP), an offer o and a year 
                   R[o,h] <= sum ceil(slots_c / accelerators_o) Y[p,c,o] + u
 Owned offers: Y enters the capacity and hours rows in place of the pooled demands' y (fleet's
 serving_terms), and busy power is charged on Y: slots x busy $/accelerator-hour x hours x Y.
-N+1: Y[p,c,o] <= bound x u[pool of o] (one spare system per owned offer or shared rental pool).
+N+1: Y[p,c,o] <= bound x u[pool of o] (one spare system per owned pool, model.spare_pool, or shared
+rental pool).
 Valid inequalities (cuts, see fleet.py): pool-share users_i y[d,i,o] <= users_d u (N+1) and
 pool-cover users_i y[d,i,o] <= users_d Y[p,c,o] for a job smaller than one replica.
 """
@@ -91,7 +92,7 @@ def define_pool_variables(fm) -> None:
 
 
 def _spare_of(fm, oid: str, hours_per_day: float, t: int) -> tuple:
-    return (oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, hours_per_day, t)
+    return fm.spare_pool(oid, t) if (oid, t) in fm.held_terms else (SHARED, oid, hours_per_day, t)
 
 
 def define_pool_spares(fm) -> None:

@@ -16,7 +16,7 @@ from planner.milp.crossdisagg import half_row
 from planner.milp.model import PAID_AHEAD
 from planner.milp import fleet as model
 from planner.milp.readout_api import api_fleet, api_rows
-from planner.milp.readout_use import held_systems, site_hours, usage_of
+from planner.milp.readout_use import cost_shares, held_systems, site_hours, usage_of
 from planner.milp.solve import SolveResult
 from planner.options.api import job_tokens
 from planner.physics import costs
@@ -89,11 +89,12 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
     offer_cost = cost_by_offer(fm, res)
     fleet = _fleet(fm, res, offer_cost)
     usage = usage_of(fm, res, fm.first)  # offer -> demand -> accelerator-hours per year
+    shares = cost_shares(fm, usage, fm.first)
     jobs = []
     for job in s.jobs:
         keys = [dk for dk, d in opts.demands.items() if d.job == job.name]
         placements = [p for dk in keys for p in placements_of(fm, res, dk, fm.first)]
-        cost = sum(_job_share(fm, res, oid, dk, usage, offer_cost) for dk in keys for oid in offer_cost)
+        cost = sum(_job_share(fm, res, oid, dk, shares, offer_cost) for dk in keys for oid in offer_cost)
         api = [a for dk in keys for a in api_rows(fm, res.values, dk)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model,
                      "cost_usd_per_year": r2(cost),

@@ -69,3 +69,20 @@ def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
         if fm.active(oid, tau, t):  # a deployed unit is its job's all year (single-accelerator devices)
             use[oid][dk] += res.values.get(v.name, 0.0) * fm.system_of(oid).accelerators * HOURS
     return use
+
+
+def cost_shares(fm, use: dict[str, dict[str, float]], t: int) -> dict[str, dict[str, float]]:
+    """usage_of's answer as the weights an offer's cost is split between demands by: an owned offer
+    whose systems serve nothing in year t but its N+1 pool's spare (model.spare_pool: the owned
+    systems already held beside those bought) is split as its pool's offers are, by their summed use."""
+    out = dict(use)
+    for (oid, tt) in sorted(fm.held_terms):
+        if tt != t or sum(use.get(oid, {}).values()) > 0 or not fm.u:
+            continue
+        pooled: dict[str, float] = defaultdict(float)
+        for other in fm.spare_pool_offers(fm.spare_pool(oid, t)):
+            for dk, hours in use.get(other, {}).items():
+                pooled[dk] += hours
+        if pooled:
+            out[oid] = pooled
+    return out

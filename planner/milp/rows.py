@@ -4,7 +4,10 @@
                 (coefficient tightening: one replica that holds every user covers the demand whole);
                 batch: shares sum to 1; edge: units held >= units[d,t]
   capacity      owned o at peak: sum slots_i y[d,i,o,t] <= acc_o (held(o,t) - u[o,t]) (every serving
-                job may run at once, beside the N+1 spare; TP groups stay inside one system)
+                job may run at once, beside the N+1 spare; TP groups stay inside one system); u is
+                its N+1 pool's where the pool is o alone
+  spare-pool    an N+1 pool of several owned offers (one system type at one site): sum_o slots_o <=
+                acc (sum_o held(o,t) - u_pool), and each o's capacity row without u
   hours         owned o over the year: serving slots x hours + batch accelerators x hours x runs x
                 share <= 8760 acc_o held(o,t) (fine-tuning uses hours serving leaves idle)
   batch-fit     a run placed on o fits at once beside the serving jobs it may not take turns with
@@ -103,7 +106,9 @@ def define_capacity_constraints(fm) -> None:
         held = fm.held(oid, t)
         serving = serve_on.get((oid, t), [])
         if serving:
-            spare = fm.u.get((oid, t), 0)
+            pool = fm.spare_pool(oid, t) if fm.u else None
+            alone = pool is None or len(fm.spare_pool_offers(pool)) == 1
+            spare = fm.u.get(pool, 0) if alone else 0  # (several offers: the spare-pool row keeps it)
             fm.add("capacity", (oid, t), affine((opt.accelerator_slots, v) for opt, _, v in serving)
                    <= per * (held - spare))
         if batch_on.get((oid, t)):
@@ -113,6 +118,7 @@ def define_capacity_constraints(fm) -> None:
             fm.add("hours", (oid, t), affine(hours) <= HOURS * per * held)
         if len(fm.held_terms[(oid, t)]) > 1 and (oid, t) not in edge:  # several purchase years: the cap
             fm.add("availability", (oid, t), held <= fm.cap_of(fm.offer(oid)))  # holds for the sum
+    _spare_pool_rows(fm, serve_on)
     blocked = fm.turn_beside  # (found once, where the placements' b were made: fleet.define_batch_variables)
     for (dk, i, oid, t), bv in sorted(fm.b.items()):
         per = fm.system_of(oid).accelerators
@@ -145,6 +151,17 @@ def define_capacity_constraints(fm) -> None:
         spare = fm.u.get(key, 0)
         fm.add("rental", key, affine(used) <= per * (rv - spare))
         fm.add("rental-use", key, rv <= affine((math.ceil(c / per - 1e-9), v) for c, v in used) + spare)
+
+
+def _spare_pool_rows(fm, serve_on: dict) -> None:
+    """spare-pool: an N+1 pool of several owned offers (model.spare_pool) keeps one of its systems
+    free: sum_o slots_o <= acc (sum_o held(o,t) - u), over the offers' serving replicas."""
+    for pool, u in sorted(fm.u.items()):
+        if len(pool) != 2 or len(offers := fm.spare_pool_offers(pool)) < 2:
+            continue
+        per = fm.system_of(pool[0]).accelerators
+        slots = [(opt.accelerator_slots, v) for oid in offers for opt, _, v in serve_on.get((oid, pool[1]), [])]
+        fm.add("spare-pool", pool, affine(slots) <= per * (pulp.lpSum(fm.held(oid, pool[1]) for oid in offers) - u))
 
 
 def trim_rentals(fm, values: dict[str, float]) -> tuple[dict[str, float], float]:

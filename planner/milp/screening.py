@@ -1,8 +1,9 @@
 """The search of a fleet model: a plan found first, the pools it proves unused screened out, then
 CBC proves the rest.
 
-A pool is what a plan opens at a fixed price: under N+1, a pool's spare u (an owned offer in a
-year, or one demand's rentals of an offer; fleet.define_spare_variables), a whole idle system;
+A pool is what a plan opens at a fixed price: under N+1, a pool's spare u (one system type's owned
+systems at one site in a year, or one demand's rentals of an offer; fleet.define_spare_variables), a
+whole idle system;
 without spares, an owned offer's purchases in a year (p[o,t] >= 1), a whole system however little
 of it is used. The LP relaxation opens many pools a little, and CBC alone spends most of its search
 on which pools to open, long before it has a plan to prune with (20 generated N+1 jobs, seed 6: its

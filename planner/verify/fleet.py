@@ -7,6 +7,7 @@ import math
 
 from planner.data import sharing
 from planner.data.catalog import Catalog, Offer, is_held
+from planner.data.colocation import spare_pool_of
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
 from planner.data.years import budget_basis
@@ -43,6 +44,7 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
     v.check("capacity", used <= set(fleet), f"placements use offers missing from the fleet: "
                                             f"{sorted(used - set(fleet))}")
     site_kw = capex = 0.0
+    pools = _owned_pools(fleet, cat)
     for oid, f in sorted(fleet.items()):
         o = cat.offers.get(oid)
         if not v.check("catalog", o is not None and o.system == f["system"], f"fleet offer '{oid}' is not in the catalog"):
@@ -59,7 +61,8 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
         v.check("availability", cap is None or most <= cap, f"'{oid}': {most} systems, at most {cap} available")
         spare = 1 if s.policy.redundancy == "n+1" else 0  # N+1: one idle system in each serving pool
         if owned(o):
-            pool = n - (spare if ledger.serve_slots[oid] else 0)
+            alone = len(pools.get(spare_pool_of(o), [])) < 2  # (several offers: checked as one pool below)
+            pool = n - (spare if ledger.serve_slots[oid] and alone else 0)
             v.check("redundancy" if spare else "capacity", ledger.serve_slots[oid] <= pool * per + 1e-6,
                     f"'{oid}': serving needs {ledger.serve_slots[oid]:g} accelerators at once, {n * per} held"
                     + (" with one spare system kept free (N+1)" if spare else ""))
@@ -93,12 +96,37 @@ def check_fleet(fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger:
         v.check("costs", expected * (1 - REL) - USD - hidden <= got <= most * (1 + REL) + USD + hidden,
                 f"'{oid}' costs ${got:,.2f}/yr; its systems and use cost ${expected:,.2f}"
                 + ("" if exact else f" to ${most:,.2f} (spare rented systems held all year)"))
+    if s.policy.redundancy == "n+1":
+        _check_spare_pools(pools, fleet, cat, v, ledger)
     if s.site.power_cap_kw is not None:
         v.check("power", site_kw <= s.site.power_cap_kw * (1 + TIGHT) + 1e-6,
                 f"bought systems draw {site_kw:,.1f} kW; the site allows {s.site.power_cap_kw:g} kW")
     if s.budget.capex_usd_per_year is not None and costed:
         v.check("budget", capex <= s.budget.capex_usd_per_year * (1 + 1e-5) + USD,
                 f"purchases ${capex:,.0f}, capex cap ${s.budget.capex_usd_per_year:,.0f}")
+
+
+def _owned_pools(fleet: dict, cat: Catalog) -> dict[tuple, list[str]]:
+    """N+1 pool -> the fleet's owned offers in it."""
+    out: dict[tuple, list[str]] = {}
+    for oid in sorted(fleet):
+        o = cat.offers.get(oid)
+        if o is not None and owned(o):
+            out.setdefault(spare_pool_of(o), []).append(oid)
+    return out
+
+
+def _check_spare_pools(pools: dict, fleet: dict, cat: Catalog, v: Verification, ledger: Ledger) -> None:
+    """N+1 over a pool of several owned offers: their serving replicas fit with one system kept free."""
+    for offers in pools.values():
+        slots = sum(ledger.serve_slots[oid] for oid in offers)
+        if len(offers) < 2 or not slots:
+            continue
+        per = cat.systems[cat.offers[offers[0]].system].accelerators
+        n = sum(fleet[oid]["systems"] - ledger.edge_units.get(oid, 0) for oid in offers)
+        v.check("redundancy", slots <= (n - 1) * per + 1e-6,
+                f"{' and '.join(repr(o) for o in offers)}: serving needs {slots:g} accelerators at once, "
+                f"{n * per} held with one spare system kept free among them (N+1)")
 
 
 def run_systems(ledger: Ledger, oid: str, per: int) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from planner.data.catalog import Catalog
+from planner.data.colocation import spare_pool_of
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from planner.data.jobs import output_tokens_per_s_per_user
 from planner.data.scenario import Scenario
@@ -115,10 +116,11 @@ def check_placement(p: dict, part, v: Verification) -> None:
                     f"{part.runs_per_year:g} runs is {share * part.runs_per_year:.3f}")
 
 
-def check_job_costs(plan: dict, fleet: dict, s: Scenario, v: Verification, ledger: Ledger,
+def check_job_costs(plan: dict, fleet: dict, s: Scenario, cat: Catalog, v: Verification, ledger: Ledger,
                     parts: dict[str, list]) -> None:
     """Each job's cost is its accelerator-hour share of each offer's cost; unit costs follow."""
-    totals = {oid: sum(use.values()) for oid, use in ledger.usage.items()}
+    usage = _cost_shares(fleet, s, cat, ledger)
+    totals = {oid: sum(use.values()) for oid, use in usage.items()}
     jobs = {j.name: j for j in s.jobs}
     for pj in plan["jobs"]:
         job = jobs.get(pj["name"])
@@ -126,12 +128,35 @@ def check_job_costs(plan: dict, fleet: dict, s: Scenario, v: Verification, ledge
             continue
         keys = [p.key for p in parts[job.name]]
         want = sum(fleet[oid]["cost_usd_per_year"] * use.get(k, 0.0) / totals[oid]
-                   for oid, use in ledger.usage.items() if oid in fleet and totals[oid] > 0 for k in keys)
+                   for oid, use in usage.items() if oid in fleet and totals[oid] > 0 for k in keys)
         got = pj["cost_usd_per_year"] or 0.0
         v.check("costs", close(got, want, REL, USD),
                 f"job '{job.name}' costs ${got:,.2f}/yr; its share of the fleet's accelerator-hours costs "
                 f"${want:,.2f}")
         _check_unit_cost(pj, job, parts[job.name], got, v)
+
+
+def _cost_shares(fleet: dict, s: Scenario, cat: Catalog, ledger: Ledger) -> dict[str, dict[str, float]]:
+    """Offer -> part -> accelerator-hours, the weights of each offer's cost: under N+1 an owned
+    offer used by nothing, held as its pool's spare (colocation.spare_pool_of), weighs as the
+    pool's used offers together."""
+    out = {oid: dict(use) for oid, use in ledger.usage.items() if sum(use.values()) > 0}
+    if s.policy.redundancy != "n+1":
+        return out
+    pools: dict[tuple, list[str]] = {}
+    for oid in fleet:
+        o = cat.offers.get(oid)
+        if o is not None and owned(o):
+            pools.setdefault(spare_pool_of(o), []).append(oid)
+    for oids in pools.values():
+        pooled: dict[str, float] = {}
+        for oid in oids:
+            for k, h in out.get(oid, {}).items():
+                pooled[k] = pooled.get(k, 0.0) + h
+        for oid in oids:
+            if oid not in out and pooled:
+                out[oid] = pooled
+    return out
 
 
 def _check_unit_cost(pj: dict, job, parts: list, cost: float, v: Verification) -> None:

@@ -100,7 +100,7 @@ def _verify(plan: dict, s: Scenario, cat: Catalog, v: Verification) -> None:
     check_fleet(hardware, s, cat, v, ledger, costed=not multi)
     check_fleet_rows([f for f in plan["fleet"] if f["acquisition"] != "api"], cat, v, purchase=not multi,
                      horizon_years=s.horizon_years, kept=s.kept)
-    check_job_costs(plan, fleet, s, v, ledger, parts)
+    check_job_costs(plan, fleet, s, cat, v, ledger, parts)
     check_utilisation(plan["utilisation"], fleet, cat, v, ledger)
     if multi:
         verify_years(plan, s, cat, v)
