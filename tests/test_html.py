@@ -97,6 +97,24 @@ def test_sweep_html_marks_fleet_changes(plan_cli, tmp_path):
     assert not NETWORK.search(page)
 
 
+def test_a_categorical_sweep_draws_markers_apart_and_labels_its_axis(plan_cli, tmp_path):
+    """The report review: 'none' and 'n+1' were joined by a line as if values lay between them, the
+    series told apart only by those lines, and the axis read as the raw setting path."""
+    out = tmp_path / "sweep.html"
+    r = plan_cli("sweep", SCENARIOS / "bank.yaml", "--set", "policy.redundancy=none,n+1",
+                 "--set", "jobs.0.min_tokens_per_s_per_user=10,20", "--format", "html", "-o", out, "--workers", "1")
+    assert r.code == 0, r.err
+    chart = out.read_text().split("<svg", 1)[1].split("</svg>", 1)[0]
+    assert 'class="series"' not in chart  # no line between categories
+    assert chart.count('<circle class="point"') == 2 + 1 and chart.count('<polygon class="point"') == 2 + 1  # + legend
+    assert "redundancy (policy.redundancy)" in chart
+    numeric = tmp_path / "numeric.html"
+    assert plan_cli("sweep", SCENARIOS / "bank.yaml", "--set", "jobs.0.min_tokens_per_s_per_user=10,20",
+                    "--format", "html", "-o", numeric, "--workers", "1").code == 0
+    assert "min tokens/s per user (jobs.0.min_tokens_per_s_per_user)" in numeric.read_text()
+    assert 'class="series"' in numeric.read_text()
+
+
 # --- in a real browser ---------------------------------------------------------------------------------
 
 def _chromium() -> str | None:

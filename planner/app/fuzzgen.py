@@ -170,6 +170,9 @@ def valid_scenario(rng: random.Random) -> dict:
         budget["basis"] = rng.choice(["annualised", "cash"])
     if budget:
         s["budget"] = budget
+    if rng.random() < 0.15:  # systems already held, often beside the same ones bought under N+1 (drawn last)
+        systems = sorted(sid for sid, sy in load_catalog().systems.items() if sy.kind not in ("edge", "workstation"))
+        s["owned"] = [{"system": rng.choice(systems), "count": rng.randint(1, 4)}]
     return s
 
 

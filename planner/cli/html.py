@@ -236,8 +236,33 @@ def sweep_chart(entries: list[dict]) -> tuple[str, list[str]]:
         marks.append([fleet_key(by_x[x]["summary"]) if x in by_x and by_x[x]["summary"].get("fleet") else ""
                       for x in xs])  # (a variant without a plan has no point, so no fleet in the legend)
     fleets = list(dict.fromkeys(m for ms in marks for m in ms if m))
-    chart = svg.lines(xs, series, "Cost per year against " + x_key, x_key, marks=marks, mark_names=fleets)
+    chart = svg.lines(xs, series, "Cost per year against " + x_key, setting_label(x_key), marks=marks, mark_names=fleets)
     return chart, fleets
+
+
+UNIT_WORDS = {"usd": "USD", "kwh": "kWh", "kw": "kW", "w": "W", "gb": "GB", "ttft": "TTFT", "tpot": "TPOT", "rl": "RL"}
+
+
+def setting_label(path: str) -> str:
+    """A swept setting in words with its unit, its path after it (the report review: the axis read
+    'jobs.0.min_tokens_per_s_per_user'): 'min tokens/s per user (jobs.0.min_tokens_per_s_per_user)',
+    'power, USD per kWh (site.power_usd_per_kwh)', 'max TTFT, s (jobs.0.max_ttft_s)'."""
+    words: list[str] = []
+    for w in path.rsplit(".", 1)[-1].split("_"):
+        w = UNIT_WORDS.get(w, w)
+        if w == "s" and words and words[-1] == "per" and len(words) > 1:
+            words.pop()
+            words[-1] += "/s"
+        elif w == "year" and words and words[-1] == "USD":
+            words += ["per", "year"]
+        else:
+            words.append(w)
+    unit = next((i for i, w in enumerate(words) if w == "USD"), None)
+    if unit is None and len(words) > 1 and words[-1] in ("s", "h", "W", "kW", "GB"):
+        unit = len(words) - 1
+    if unit:
+        words[unit - 1] += ","
+    return f"{' '.join(words)} ({path})"
 
 
 def sweep_html(entries: list[dict], rows: list[dict], cols: list[str], closing: str, scenario: str) -> str:

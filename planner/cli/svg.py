@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from html import escape
 
-PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#718096",
-           "#e53e3e", "#3182ce"]
+PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#00b5d8", "#b7791f", "#718096",
+           "#e53e3e", "#1a202c"]
+"""marker and bar colours in order, no two alike (the report review: green and teal #319795 read as
+one fleet; teal became cyan, and the second blue, #3182ce beside #2b6cb0, near-black)"""
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 
 
@@ -156,7 +158,7 @@ def _legend(entries: list[tuple[str, str]], x: float, y: float) -> list[str]:
 def lines(xs: list, series: list[tuple[str, list[float | None]]], title: str, x_label: str,
           marks: list[list[str]] | None = None, width: int = 760, height: int = 360,
           mark_names: list[str] | None = None) -> str:
-    """Lines over x (numbers: a linear axis; otherwise evenly spaced categories). `marks[s][i]` names
+    """Lines over x (numbers: a linear axis; otherwise evenly spaced categories, markers alone). `marks[s][i]` names
     the marker class of point i of series s (one colour and shape per distinct fleet); points where
     the mark changes from the previous one get a ring and a short label."""
     left, right, top, bottom = 80, 30, 66, 56
@@ -187,7 +189,7 @@ def lines(xs: list, series: list[tuple[str, list[float | None]]], title: str, x_
     boundaries = set()
     for s, (name, vs) in enumerate(series):
         pts = [(x_of(x), y_of(v)) for x, v in zip(xs, vs) if v is not None]
-        if len(pts) > 1:
+        if len(pts) > 1 and numeric:  # (categories: nothing lies between two of them to draw a line through)
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
             out.append(f'<polyline class="series" points="{path}" fill="none" stroke="#4a5568" stroke-width="1.5"'
                        f"{_dash(s)}><title>{_esc(name)}</title></polyline>")
@@ -199,8 +201,7 @@ def lines(xs: list, series: list[tuple[str, list[float | None]]], title: str, x_
             m = marks[s][i] if marks else ""
             px, py = x_of(x), y_of(v)
             fill = color.get(m, "#4a5568")
-            out.append(f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="5" fill="{fill}">'
-                       f"<title>{_esc(name)} {_esc(x)}: {money(v)}; {_esc(m)}</title></circle>")
+            out.append(_point(s, px, py, fill, f"{_esc(name)} {_esc(x)}: {money(v)}; {_esc(m)}"))
             if marks and prev is not None and m != prev[1]:
                 out.append(f'<circle class="change" cx="{px:.1f}" cy="{py:.1f}" r="9" fill="none" '
                            f'stroke="{fill}" stroke-width="2"><title>fleet changes to {_esc(m)}</title></circle>')
@@ -210,15 +211,30 @@ def lines(xs: list, series: list[tuple[str, list[float | None]]], title: str, x_
         out.append(f'<line class="boundary" x1="{bx}" x2="{bx}" y1="{top - 4}" y2="{top + plot_h}" stroke="#a0aec0" '
                    'stroke-dasharray="3 3"/>')
         out.append(f'<text x="{bx}" y="{top - 8}" text-anchor="middle" fill="#4a5568" font-size="10">new fleet</text>')
-    if len(series) > 1:
+    if len(series) > 1:  # each series' line style (numbers) and marker shape
         x = left
         for s, (name, _) in enumerate(series):
-            out.append(f'<line x1="{x}" x2="{x + 22}" y1="{36 - 4}" y2="{36 - 4}" stroke="#4a5568" stroke-width="2"'
-                       f"{_dash(s)}/>")
+            if numeric:
+                out.append(f'<line x1="{x}" x2="{x + 22}" y1="{36 - 4}" y2="{36 - 4}" stroke="#4a5568" stroke-width="2"'
+                           f"{_dash(s)}/>")
+            out.append(_point(s, x + 11, 32, "#4a5568", _esc(name)))
             out.append(f'<text x="{x + 26}" y="36" fill="#2d3748">{_esc(name)}</text>')
             x += 40 + 7 * len(name)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _point(s: int, x: float, y: float, fill: str, title: str) -> str:
+    """Series s's marker at (x, y): a circle, square, triangle or diamond, so that series read apart
+    where no line joins their points (categories) and colour already says the fleet."""
+    shape = s % 4
+    if shape == 0:
+        body = f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{fill}">'
+        return body + f"<title>{title}</title></circle>"
+    pts = {1: [(-4.5, -4.5), (4.5, -4.5), (4.5, 4.5), (-4.5, 4.5)], 2: [(0, -6), (5.5, 4), (-5.5, 4)],
+           3: [(0, -6), (6, 0), (0, 6), (-6, 0)]}[shape]
+    path = " ".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in pts)
+    return f'<polygon class="point" points="{path}" fill="{fill}"><title>{title}</title></polygon>'
 
 
 def _dash(s: int) -> str:
