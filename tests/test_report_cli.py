@@ -4,6 +4,7 @@ stderr only (never stdout), off with --quiet."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import time
 
@@ -278,3 +279,19 @@ def test_compare_writes_to_a_file_and_never_over_one(plan_cli, tmp_path):
     assert r.code == 0 and out.read_text().startswith("|  | A: bank.yaml | B: mixed.yaml | B - A |")
     again = plan_cli("compare", SCENARIOS / "bank.yaml", SCENARIOS / "mixed.yaml", "-o", out)
     assert again.code == 2 and "already exists" in again.err
+
+
+def test_accelerators_ruled_out_alike_share_one_why_not_row(plan_cli, tmp_path):
+    """A policy naming one accelerator listed the 36 others one per row, each 'not in
+    policy.accelerators'; the table gives them one row with their names, the JSON keeps each."""
+    text = (SCENARIOS / "bank.yaml").read_text().replace("policy:", "policy:\n  accelerators: [h200-nvl]", 1)
+    path = tmp_path / "one.yaml"
+    path.write_text(text)
+    r = plan_cli(path, "--explain", "brief")
+    assert r.code == 0, r.err
+    rows = [line for line in r.out.splitlines() if "not in policy.accelerators" in line]
+    assert len(rows) == 1 and re.match(r"\d+ others\s+infeasible", rows[0]) and "a100-80gb" in rows[0] and "b200" in rows[0]
+    data = plan_cli(path, "--explain", "brief", "--format", "json", "--quiet")
+    assert data.code == 0, data.err
+    alternatives = json.loads(data.out)["alternatives"]
+    assert sum("not in policy.accelerators" in a["reason"] for a in alternatives) == int(rows[0].split()[0])

@@ -317,11 +317,32 @@ def _years_section(plan: dict, markdown: bool) -> list[str]:
     return [years_markdown(plan) if markdown else years_text(plan), ""]
 
 
+GROUP_AT = 4
+"""accelerators ruled out for one and the same reason that the why-not table shows as one row (the
+JSON keeps each): a policy naming two accelerators listed the 30 others, one per row, each 'not in
+policy.accelerators'"""
+
+
 def alternative_rows(plan: dict) -> list[dict]:
     """The why-not table's rows, each extra cost in whole dollars as its reason writes it (text,
-    markdown and HTML alike: the HTML showed 832.88 beside the text's 833)."""
-    return [{**a, "cost_delta_usd_per_year": _whole_dollars(a)} if a.get("cost_delta_usd_per_year") is not None else a
+    markdown and HTML alike: the HTML showed 832.88 beside the text's 833); GROUP_AT or more ruled
+    out for the same reason, with no cost, in one row where the first of them stood."""
+    rows = [{**a, "cost_delta_usd_per_year": _whole_dollars(a)} if a.get("cost_delta_usd_per_year") is not None else a
             for a in plan["alternatives"]]
+    alike: dict[tuple, list[str]] = {}
+    for a in rows:
+        if a.get("cost_delta_usd_per_year") is None:
+            alike.setdefault((a["status"], a["reason"]), []).append(a["accelerator"])
+    out, done = [], set()
+    for a in rows:
+        key = (a["status"], a["reason"])
+        names = alike.get(key, []) if a.get("cost_delta_usd_per_year") is None else []
+        if len(names) < GROUP_AT:
+            out.append(a)
+        elif key not in done:
+            done.add(key)
+            out.append({**a, "accelerator": f"{len(names)} others", "reason": f"{a['reason']}: {', '.join(names)}"})
+    return out
 
 
 def _whole_dollars(alternative: dict) -> float:
