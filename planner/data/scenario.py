@@ -78,7 +78,9 @@ class Policy(Strict):
     stacks: Optional[list[Literal["cuda", "rocm", "xla", "neuron", "gaudi", "metal"]]] = Field(
         None, description="software stacks the team can run (None: any)")
     redundancy: Literal["none", "n+1"] = Field(
-        "none", description="n+1: every serving job still meets demand with any one system down")
+        "none", description=("n+1: every serving job still meets demand with any one system down: one idle "
+                             "system per pool (a system type at your site, owned and bought together, or at one "
+                             "provider's region; a job's rentals of one offer)"))
     spot_for_serving: bool = Field(False, description="allow interruptible spot capacity for serving")
     discount_rate: float = Field(0.08, ge=0, le=1, description="for annuitising purchases (0, or at least "
                                                                "1e-6: a smaller rate is 0 in the arithmetic)")
