@@ -247,3 +247,20 @@ def test_a_run_sized_by_memory_says_memory_binds_not_the_deadline():
     assert not why and opts and need > 72
     first = opts[0]
     assert first.accelerators == 144 and first.hours_per_run < 24 and first.binding == "memory"
+
+
+@pytest.mark.parametrize("prompt, said", [(5000, True), (1000, False)])
+def test_a_binding_first_token_limit_on_long_prompts_says_the_model_reads_high(prompt, said):
+    """The serving review's RAG fleet was sized by a loaded TTFT that NIM's 5,000-token runs put 2-4x
+    lower (benchmarks/fidelity.py); until a model fits those rows and the shorter ones together, the
+    placement says so where that limit decides the fleet, and not on prompts the model fits."""
+    s = Scenario.model_validate({"name": "rag", "policy": {"accelerators": ["h100-sxm"], "acquisition": ["buy"]},
+                                 "jobs": [{"name": "rag", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+                                           "context_tokens": 8192, "input_tokens": prompt, "output_tokens": 500,
+                                           "concurrent_users": 2000, "min_tokens_per_s_per_user": 20,
+                                           "max_ttft_s": 1.5 if prompt == 5000 else 0.5}]})
+    plan = make_plan(s, explain="none")
+    placed = plan["jobs"][0]["placements"]
+    assert any(p["binding"] == "ttft" for p in placed)
+    why = " ".join(plan["jobs"][0]["why"])
+    assert ("reads up to 4x later than NIM's public runs" in why) == said

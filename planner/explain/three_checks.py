@@ -68,6 +68,12 @@ def _basis(p: dict) -> str:
     return f"; basis: modelled ({note.removesuffix('; modelled')})"
 
 
+LONG_PROMPT = 4000
+"""prompt tokens from which a binding loaded first-token limit says the model reads high: on NIM's
+5,000-token rows (benchmarks/calibration_data.csv) it is 1.6-4.2x the measured TTFT at 25-150 clients
+(8B TP1 at 50-150, 70B TP2 at 25-50); no factor yet fits those and the shorter rows together"""
+
+
 def _reason(p: dict, job, shared: str) -> str:
     n = p["accelerators_per_replica"]
     if p.get("users_per_replica") is not None and job.stage in ("serve", "rl"):
@@ -82,6 +88,11 @@ def _reason(p: dict, job, shared: str) -> str:
                                    "for more)"}.get(p["binding"], f"{p['binding']} binds")
         ttft = f"; first token in {p['ttft_s']:.2f} s" if p.get("ttft_s") is not None else ""
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
+        if p["binding"] == "ttft" and p.get("basis") != "measured" and getattr(job, "input_tokens", 0) >= LONG_PROMPT \
+                and p["users_per_replica"] >= 25:
+            limit += (f" (with prompts of {LONG_PROMPT:,}+ tokens and 25+ users a replica the model's first token "
+                      "reads up to 4x later than NIM's public runs, benchmarks/fidelity.py: measure it before buying "
+                      "for it; measurements: takes the run)")
         note = str(p.get("basis_note", ""))
         pools = disagg.parse_note(note)
         split = (f"EP{p['tensor_parallel']} with data-parallel attention" if note.startswith(options.LAYOUT_NOTE)

@@ -75,9 +75,13 @@ class Calibration:
     """Microseconds a request's first token waits per prompt token of each *other* client in a
     closed loop (planner.physics.ttft): clients that finished together send together, and their
     prompts are admitted one after another ahead of this one. Fitted on the NIM TTFT-vs-concurrency
-    rows, where the wait per other client's prompt token is the same in seconds on Llama 8B TP1 and
-    Llama 70B TP2 (5-15 us) although their GPU prefill rates differ five-fold: the queue is not
-    the GPU's prefill but the serving front end's admission (tokenisation, request set-up)."""
+    rows: at low concurrency the wait per other client's prompt token is alike on Llama 8B TP1 and
+    Llama 70B TP2 (5-15 us) although their GPU prefill rates differ five-fold, so the queue is the
+    serving front end's admission (tokenisation, request set-up), not the GPU's prefill. It reads
+    high where the wave of clients no longer stays whole: 70B at 50+ clients waits about 2 us per
+    token, and 5,000-token prompts at 25-150 clients are 1.6-4.2x over (a square-root cap on long
+    waves was tried and broke the 8B 1,000-token rows this fits; three_checks.LONG_PROMPT says so
+    on the plan)."""
     prefill_queue_fraction: float = 0.25
     """Share of the other clients' prompts that share a mixed step with a request's own prompt in
     the steady state of a closed loop of B clients (planner.physics.step.clump_tokens, the chunk
