@@ -455,3 +455,14 @@ def test_one_spare_serves_a_pool_of_owned_and_bought_servers():
     assert any(x.startswith("[redundancy]") and "one spare system kept free among them (N+1)" in x for x in found), found
     no_spare = s.model_copy(update={"policy": s.policy.model_copy(update={"redundancy": "none"})})
     assert not any(x.startswith(("[capacity]", "[redundancy]")) for x in verify(bad, no_spare, cat).failures)
+
+
+@pytest.mark.parametrize("redundancy", ["n+1", "none"])
+def test_n_plus_1_served_on_spot_says_its_spare_is_spot_too(redundancy):
+    """The N+1 review: a spot spare was planned without a word, though one reclaim can take several
+    spot instances at once; the note comes with N+1 only."""
+    s = scenario([serve("chat", 120)], {"accelerators": ["a100-80gb-pcie"], "acquisition": ["spot"],
+                                        "providers": ["hyperstack"], "spot_for_serving": True, "redundancy": redundancy})
+    plan = make_plan(s, explain="none")
+    assert all(p["acquisition"] == "spot" for p in plan["jobs"][0]["placements"])
+    assert ("one reclaim can take several spot instances" in plan["jobs"][0].get("spare", "")) == (redundancy == "n+1")

@@ -68,3 +68,32 @@ def test_owned_systems_are_there_from_year_one_whatever_the_trends(plan_cli, tmp
     first = plan["years"][0]
     assert any(p["offer"] == "h100-sxm-x8-owned" for p in first["purchases"])
     assert not any(p["offer"] == "h100-sxm-x8-owned" for y in plan["years"][1:] for p in y["purchases"])
+
+
+NPLUS1 = """name: hospital
+site: {ownership: on-prem, cooling: air}
+owned:
+  - {system: h100-sxm-x8, count: 1}
+policy: {acquisition: [buy], providers: [secondary-market], stacks: [cuda], redundancy: n+1}
+jobs:
+  - {name: notes, stage: serve, model: llama-3.1-70b, precision: fp8, context_tokens: 8192, input_tokens: 3000,
+     output_tokens: 400, concurrent_users: 350, min_tokens_per_s_per_user: 20}
+"""
+
+
+def test_owned_beside_bought_reads_as_owned_in_every_view(plan_cli, tmp_path):
+    """The N+1 review: validate's summary left the owned server out; its JSON row looked like a purchase
+    sold after the horizon; its price row said its 'upper bound' allows no more; 'Buy' stood
+    capitalised after a semicolon."""
+    path = tmp_path / "h.yaml"
+    path.write_text(NPLUS1)
+    v = plan_cli("validate", path)
+    assert v.code == 0 and "systems you own there: 1x h100-sxm-x8" in v.out
+    plan = planned_json(plan_cli, path, NPLUS1)
+    owned = [f for f in plan["fleet"] if f.get("owned")]
+    assert [f["offer"] for f in owned] == ["h100-sxm-x8-owned"] and "sold_after_years" not in owned[0]
+    assert all(not f.get("owned") for f in plan["fleet"] if f["provider"] != "owned")
+    out = " ".join(plan_cli(path, "--explain", "full").out.split())
+    decision = out.split("Plan for", 1)[1].split(" per year all-in", 1)[0]
+    assert "you own 1 (the scenario's owned)" in out and ("; buy " in decision or "; keep " in decision)
+    assert "; Buy" not in decision and "; Keep" not in decision

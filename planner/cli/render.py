@@ -246,7 +246,7 @@ def plan_text(plan: dict, width: int | None = None) -> str:
                      + (unit_cost_text(job["unit_cost"]) or "-"))
         lines.append(table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS))
         lines += [f"  - {line}" for line in api_lines(job)]
-        for key in ("traffic", "colocation"):
+        for key in ("traffic", "colocation", "spare"):
             if job.get(key):
                 lines.append(f"  - {job[key]}")
         if job.get("split_considered"):
@@ -297,7 +297,7 @@ def plan_markdown(plan: dict) -> str:
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
                   markdown_table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS), ""]
         lines += [f"- {line}" for line in api_lines(job)]
-        lines += [f"- {job[k]}" for k in ("traffic", "colocation", "split_considered") if job.get(k)]
+        lines += [f"- {job[k]}" for k in ("traffic", "colocation", "split_considered", "spare") if job.get(k)]
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")

@@ -6,12 +6,14 @@ from planner.data.years import BASIS_WORDS
 
 
 def site_summary(s) -> str:
-    """The site's line: power price and PUE only where the plan may buy (rented systems include them)."""
+    """The site's line: power price and PUE only where the plan may buy or holds systems (rented
+    systems include them); the systems already owned there."""
     site = f"{s.site.ownership} ({s.site.kind})"
-    if s.site.ownership == "cloud" and "buy" not in s.policy.acquisition:
+    owned = ("; systems you own there: " + ", ".join(f"{o.count}x {o.system}" for o in s.owned)) if s.owned else ""
+    if s.site.ownership == "cloud" and "buy" not in s.policy.acquisition and not s.owned:
         return site + ": power, cooling and hosting are in the providers' prices"
     return (site + f", {s.site.cooling} cooling, ${s.site.power_usd_per_kwh}/kWh, PUE {s.site.pue}"
-            + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else ""))
+            + (f", power cap {s.site.power_cap_kw:g} kW" if s.site.power_cap_kw else "") + owned)
 
 
 def budget_summary(b, basis: str = "annualised", years: bool = True) -> str:

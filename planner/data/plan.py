@@ -71,6 +71,8 @@ class JobPlan(BaseModel):
     split_considered: str = absent("a serving job offered disaggregated prefill/decode serving that the plan serves "
                                    "aggregated: the best split's and the plan's USD per user-year at the cheapest "
                                    "offers (absent when no split was offered, one was chosen, or unexplained)")
+    spare: str = absent("N+1 with a serving placement on spot: its spare is spot capacity too, which one reclaim "
+                        "of several instances outruns (absent otherwise, or when unexplained)")
     checks: Checks = absent("the three checks before signing (absent when unexplained)")
 
 

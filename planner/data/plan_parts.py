@@ -42,6 +42,8 @@ class FleetItem(Part):
     region: str = Field(description="where the offer's capacity sits: us, eu, uk, cn, jp, in, ... or global")
     tier: str = Field(description="provider tier: hyperscaler, gpu-cloud, marketplace, oem, used, quote, api")
     offer: str = Field(description="catalog offer id")
+    owned: bool = absent("true for systems the scenario already owns (owned:; provider 'owned', no purchase or "
+                         "sale: acquisition reads 'buy', as it did before this key)")
     systems: int = Field(description="systems held (edge: devices)")
     accelerators: int = Field(description="accelerators held: systems x accelerators per system")
     new_this_year: int = absent("systems acquired in this year (multi-year plans only)")

@@ -152,15 +152,19 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
                           if p["offer"] == oid and p.get("users_per_replica") is not None)
             stranded = (f" ({running:g} running replicas; the rest stranded beside replicas that do not tile a "
                         f"{system.accelerators}-accelerator system)" if 0 < running < used - 1e-6 else "")
-            held = {o: fleet.get((shadow.store_of(fm, o), (o, fm.first)), 0) for o in ([] if alone else fm.spare_pool_offers(pool))}
-            shared = ("" if alone or pool not in fm.u or round(res.values.get(fm.u[pool].name, 0.0)) == 0 else
+            held = {o: k for o in ([] if alone else fm.spare_pool_offers(pool))
+                    if (k := fleet.get((shadow.store_of(fm, o), (o, fm.first)), 0))}
+            if not alone and len(held) == 1 and pool in fm.u:  # (the pool's other offers hold nothing: its row holds no u)
+                spare = system.accelerators * round(res.values.get(fm.u[pool].name, 0.0))
+            shared = ("" if alone or len(held) < 2 or pool not in fm.u or round(res.values.get(fm.u[pool].name, 0.0)) == 0 else
                       f"; one system kept free as the N+1 spare among the {sum(held.values()):g} {system.id} at its site "
-                      f"({', '.join(f'{n:g} {o}' for o, n in held.items() if n)})")
+                      f"({', '.join(f'{n:g} {o}' for o, n in held.items())})")
             busy = f"; {used:g} of {per} accelerators busy at peak{stranded}" + (
                 f", {spare:g} kept free as the N+1 spare" if spare else shared)
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
-            tail = "; its upper bound (the offer's availability or the site's power) allows no more"
+            tail = (f"; you own {n} (the scenario's owned)" if is_held(o) else
+                    "; its upper bound (the offer's availability or the site's power) allows no more")
         else:
             tail = (f"; one more would add {usd(fixed)}/yr of fixed costs and save {usd(fixed - delta)}/yr of "
                     f"running costs at today's demand: net {'+' if delta >= 0 else ''}{usd(delta)}/yr")
@@ -178,6 +182,11 @@ def explain_placements(plan: dict, s, cat) -> None:
     jobs = {j.name: j for j in s.jobs}
     for job in plan["jobs"]:
         job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        spot = sorted({p["offer"] for p in job["placements"] if p["acquisition"] == "spot" and p.get("users_per_replica")})
+        if spot and s.policy.redundancy == "n+1":  # (the expert review: one spot spare is no N+1 against a reclaim)
+            job["spare"] = (f"N+1 on spot ({', '.join(spot)}): the spare is spot capacity too, and one reclaim can "
+                            "take several spot instances at once, which one spare does not cover; "
+                            "policy.spot_for_serving: false keeps serving and its spare off spot")
         if traffic := runit.traffic_reason(jobs[job["name"]]):
             job["traffic"] = traffic
         if together := colocation.reason(job, s, cat):

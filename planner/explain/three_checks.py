@@ -275,7 +275,8 @@ def three_checks(job: dict, spec, cat) -> dict:
 
 def summary(plan: dict, s) -> str:
     """The recommendation in one paragraph."""
-    text = "; ".join(fleet_clauses(plan["fleet"])) or "Nothing to acquire"
+    clauses = fleet_clauses(plan["fleet"])  # ("Keep 2x ... you own (...); buy 2x ...": one sentence)
+    text = "; ".join(clauses[:1] + [c[0].lower() + c[1:] for c in clauses[1:]]) or "Nothing to acquire"
     text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
     if plan.get("years"):  # the final year's fleet; purchases paid when made
         paid = [f"${y['capex_usd']:,.0f} in year {y['year']}" for y in plan["years"] if y["capex_usd"] > 0]

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from collections import defaultdict
 
+from planner.data.catalog import is_held
 from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR
 from planner.data.jobs import demands_of_job
 from planner.data.scenario import Scenario
@@ -135,7 +136,8 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
         system = fm.system_of(oid)
         edge = sum(_int(res, v) for (_, _, o2, _), v in fm.e.items() if o2 == oid)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
-                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
+                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid,
+                    **({"owned": True} if is_held(o) else {}), "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators,
                     **({"edge_units": edge} if 0 < edge < held[oid] else {}),  # beside systems at the site
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
@@ -143,7 +145,7 @@ def _fleet(fm, res, offer_cost) -> list[dict]:
                     "residual_value_usd": (r2(costs.residual_value_usd(o, fm.scenario.horizon_years, fm.scenario.kept) * held[oid])
                                            if o.acquisition == "buy" else None),
                     **({"sold_after_years": costs.sale_age_years(o, fm.scenario.horizon_years)}
-                       if o.acquisition == "buy" else {}),
+                       if o.acquisition == "buy" and not is_held(o) else {}),
                     **({"term_years": costs.RESERVED_TERM_YEARS[o.acquisition],
                         "contract_usd_per_year": r2(o.price_usd_per_hour * HOURS_PER_YEAR * held[oid])}
                        if o.acquisition in costs.RESERVED_TERM_YEARS else {}),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from planner.data.catalog import is_held
 from planner.data.constants import HOURS_PER_YEAR
 from planner.data.scenario import Scenario
 from planner.data.years import budget_basis, budget_key, year_caps
@@ -155,7 +156,8 @@ def _fleet(ym: YearModel, res, t: int, offer_cost: dict[str, float]) -> list[dic
                     if o2 == oid and ym.active(oid, tau, t))  # edge units of the offer are bought too
         edge = _edge_units(ym, res, oid, t)
         out.append({"system": system.id, "accelerator": system.accelerator, "acquisition": o.acquisition,
-                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid, "systems": held[oid],
+                    "provider": o.provider, "region": o.region, "tier": o.tier, "offer": oid,
+                    **({"owned": True} if is_held(o) else {}), "systems": held[oid],
                     "accelerators": held[oid] * system.accelerators, "new_this_year": bought.get(oid, 0),
                     **({"edge_units": edge} if edge else {}),
                     "cost_usd_per_year": r2(offer_cost.get(oid, 0.0)),
