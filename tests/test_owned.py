@@ -97,3 +97,17 @@ def test_owned_beside_bought_reads_as_owned_in_every_view(plan_cli, tmp_path):
     decision = out.split("Plan for", 1)[1].split(" per year all-in", 1)[0]
     assert "you own 1 (the scenario's owned)" in out and ("; buy " in decision or "; keep " in decision)
     assert "; Buy" not in decision and "; Keep" not in decision
+
+
+def test_an_owned_server_left_idle_under_n_plus_1_says_why(plan_cli, tmp_path):
+    """The N+1 review's clinic: one owned 8x H100 node, rent only, N+1. 'Not needed' read as if the node
+    could not do the work; it cannot serve alone because its pool's spare would be a second node."""
+    text = NPLUS1.replace("acquisition: [buy], providers: [secondary-market]", "acquisition: [on-demand]").replace(
+        "concurrent_users: 350", "concurrent_users: 150")
+    path = tmp_path / "clinic.yaml"
+    path.write_text(text)
+    r = plan_cli(path, "--explain", "none")
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())
+    assert "1x h100-sxm-x8 is not needed" in out
+    assert "under N+1 a system serves only beside an idle one of its type at your site, and the policy buys none" in out

@@ -359,8 +359,10 @@ def _idle_owned(plan: dict, s) -> str:
     idle = [f"{h.count - kept.get(h.system, 0):,}x {h.system}" for h in s.owned if h.count > kept.get(h.system, 0)]
     if not idle:
         return ""
+    spare = ("; under N+1 a system serves only beside an idle one of its type at your site" + (
+        "" if "buy" in s.policy.acquisition else ", and the policy buys none") if s.policy.redundancy == "n+1" else "")
     return (f" Of the systems you own, {listed(idle)} {'is' if len(idle) == 1 and idle[0].startswith('1x') else 'are'} "
-            "not needed: the plan is cheaper without their power and hosting (sell or repurpose them).")
+            f"not needed: the plan is cheaper without their power and hosting{spare} (sell or repurpose them).")
 
 
 PART_DAY_NODE = 8
