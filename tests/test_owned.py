@@ -111,3 +111,11 @@ def test_an_owned_server_left_idle_under_n_plus_1_says_why(plan_cli, tmp_path):
     out = " ".join(r.out.split())
     assert "1x h100-sxm-x8 is not needed" in out
     assert "under N+1 a system serves only beside an idle one of its type at your site, and the policy buys none" in out
+
+
+def test_a_cloud_shape_listed_as_owned_is_exit_2(plan_cli, tmp_path):
+    """The N+1 review owned 4x h100-sxm-x1 (one GPU of a cloud's 8-GPU host) without a word."""
+    p = tmp_path / "cloud.yaml"
+    p.write_text(SCENARIO.replace("H100-SXM-x8", "h100-sxm-x1"))
+    r = plan_cli("validate", p)
+    assert r.code == 2 and "owned.0.system" in r.err and "a cloud-instance" in r.err and "reserved-1y" in r.err

@@ -171,7 +171,7 @@ def valid_scenario(rng: random.Random) -> dict:
     if budget:
         s["budget"] = budget
     if rng.random() < 0.15:  # systems already held, often beside the same ones bought under N+1 (drawn last)
-        systems = sorted(sid for sid, sy in load_catalog().systems.items() if sy.kind not in ("edge", "workstation"))
+        systems = sorted(sid for sid, sy in load_catalog().systems.items() if sy.kind in ("server", "rack"))
         s["owned"] = [{"system": rng.choice(systems), "count": rng.randint(1, 4)}]
     return s
 

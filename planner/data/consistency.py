@@ -220,6 +220,11 @@ def check_prices(s: Scenario, cat: Catalog) -> list[Problem]:
             for i, p in enumerate(s.prices) if p.offer not in cat.offers]
 
 
+RENTED_ONLY = ("cloud-instance", "tpu-slice")
+"""system kinds that are a cloud's shapes (one GPU of an 8-GPU host, a slice of a TPU pod), which no one
+holds as owned hardware (the N+1 review listed an owned h100-sxm-x1 without a word)"""
+
+
 def check_inline_offers(s: Scenario, cat: Catalog) -> list[Problem]:
     return [Problem(f"offer '{o.id}' names unknown system '{o.system}'", f"offers.{i}.system",
                     suggest(o.system, cat.systems, "systems"))
@@ -227,7 +232,11 @@ def check_inline_offers(s: Scenario, cat: Catalog) -> list[Problem]:
         Problem(f"owned names unknown system '{h.system}'", f"owned.{i}.system", suggest(h.system, cat.systems, "systems"))
         for i, h in enumerate(s.owned) if h.system not in cat.systems] + [
         Problem(f"owned lists system '{h.system}' twice", f"owned.{i}.system", "merge the entries (add their counts)")
-        for i, h in enumerate(s.owned) if any(g.system == h.system for g in s.owned[:i])]
+        for i, h in enumerate(s.owned) if any(g.system == h.system for g in s.owned[:i])] + [
+        Problem(f"owned lists '{h.system}', a {cat.systems[h.system].kind}: capacity rented from a cloud, not hardware "
+                "one holds", f"owned.{i}.system", "list the servers you hold (plan catalog systems), or reserve the "
+                "capacity with policy.acquisition: [reserved-1y] or [reserved-3y]")
+        for i, h in enumerate(s.owned) if h.system in cat.systems and cat.systems[h.system].kind in RENTED_ONLY]
 
 
 def apply_scenario(s: Scenario, cat: Catalog) -> Catalog:
