@@ -466,3 +466,25 @@ def test_n_plus_1_served_on_spot_says_its_spare_is_spot_too(redundancy):
     plan = make_plan(s, explain="none")
     assert all(p["acquisition"] == "spot" for p in plan["jobs"][0]["placements"])
     assert ("one reclaim can take several spot instances" in plan["jobs"][0].get("spare", "")) == (redundancy == "n+1")
+
+
+def test_jobs_renting_one_offer_apart_are_told_what_sharing_would_take():
+    """Three models on AWS H100 x8 nodes, on demand, N+1: each job rents whole nodes and a spare of its
+    own (a job's hourly rentals are its own); the recommendation says how few nodes their busy GPUs
+    would take shared, so a buyer knows what the plan may overstate. One job alone hears nothing."""
+    policy = {"acquisition": ["on-demand"], "providers": ["aws"], "accelerators": ["h100-sxm"], "redundancy": "n+1"}
+    jobs = [{"name": "chat", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "concurrent_users": 300,
+             "min_tokens_per_s_per_user": 20},
+            {"name": "code", "stage": "serve", "model": "qwen3-32b", "precision": "fp8", "concurrent_users": 200,
+             "min_tokens_per_s_per_user": 30},
+            {"name": "small", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "concurrent_users": 500,
+             "min_tokens_per_s_per_user": 20}]
+    plan = make_plan(Scenario.model_validate({"name": "three", "policy": policy, "jobs": jobs}), explain="none")
+    (row,) = plan["fleet"]
+    busy = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"])
+    shared = math.ceil(busy / 8) + 1
+    assert row["systems"] > shared
+    assert (f"rent h100-sxm-x8 (aws) apart, {row['systems']} systems where their {busy} busy accelerators fit "
+            f"{shared} shared with one N+1 spare") in plan["summary"]
+    alone = make_plan(Scenario.model_validate({"name": "one", "policy": policy, "jobs": jobs[:1]}), explain="none")
+    assert "apart" not in alone["summary"]

@@ -18,6 +18,7 @@ import math
 
 from planner.data import colocation, deadline
 from planner.data.catalog import is_held
+from planner.data.money import listed
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
 from planner.explain import replan, splits, whynot, whynot_limits
@@ -192,7 +193,43 @@ def explain_placements(plan: dict, s, cat) -> None:
         if together := colocation.reason(job, s, cat):
             job["colocation"] = together
         job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
-    plan["summary"] = runit.summary(plan, s)
+    plan["summary"] = _summary(plan, s)
+
+
+def _summary(plan: dict, s) -> str:
+    """The recommendation's paragraph (three_checks.summary) and what it may overstate."""
+    return runit.summary(plan, s) + _rented_apart(plan, s)
+
+
+def _rented_apart(plan: dict, s) -> str:
+    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where jobs of different models
+    rent the same offer by the hour for the same hours a day, each in whole systems of its own (a job's
+    hourly rentals are its own unless it pools with another job of its model, policy.pool_jobs), and
+    sharing them would take fewer: the planner does not pack such jobs together, so the plan says by how
+    much it may overstate (three models on AWS H100 x8 nodes with N+1 rented 6, where their 12 busy
+    GPUs fit 3 with one spare)."""
+    busy: dict[tuple, dict[str, int]] = {}
+    hours = {j.name: getattr(j, "hours_per_day", 24) for j in s.jobs}
+    for job in plan["jobs"]:
+        for p in job["placements"]:
+            if p["acquisition"] in ("on-demand", "spot") and p.get("users_per_replica") and not p.get("pool") \
+                    and not p.get("disaggregated"):
+                by = busy.setdefault((p["offer"], hours[job["name"]]), {})
+                by[job["name"]] = by.get(job["name"], 0) + p["replicas"] * p["accelerators_per_replica"]
+    fleet, spare, out = {f["offer"]: f for f in plan["fleet"]}, int(s.policy.redundancy == "n+1"), []
+    for (oid, _), by in sorted(busy.items()):
+        f = fleet.get(oid)
+        if len(by) < 2 or f is None or not f["systems"]:
+            continue
+        per = f["accelerators"] // f["systems"]
+        apart = sum(math.ceil(n / per) + spare for n in by.values())
+        together = math.ceil(sum(by.values()) / per) + spare
+        if apart > together:
+            out.append(f"{listed([repr(j) for j in by])} rent {f['system']} ({f['provider']}) apart, {apart} systems "
+                       f"where their {sum(by.values())} busy accelerators fit {together} shared"
+                       + (" with one N+1 spare" if spare else ""))
+    return (" " + "; ".join(out) + ": the planner does not pack jobs of different models onto one rented system "
+            "(systems bought or reserved are shared by every job).") if out else ""
 
 
 LEVELS = ("none", "brief", "full")
@@ -242,7 +279,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
-    plan["summary"] = runit.summary(plan, s)
+    plan["summary"] = _summary(plan, s)
 
 
 EXPLAIN_SHARE = 1.0
@@ -345,4 +382,4 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
-    plan["summary"] = runit.summary(plan, s)
+    plan["summary"] = _summary(plan, s)
