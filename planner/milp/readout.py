@@ -90,7 +90,7 @@ def read_plan(s: Scenario, fm: model.FleetModel, res: SolveResult) -> dict:
     offer_cost = cost_by_offer(fm, res)
     fleet = _fleet(fm, res, offer_cost)
     usage = usage_of(fm, res, fm.first)  # offer -> demand -> accelerator-hours per year
-    shares = cost_shares(fm, usage, fm.first)
+    shares = cost_shares(fm, res.values, usage, fm.first)
     jobs = []
     for job in s.jobs:
         keys = [dk for dk, d in opts.demands.items() if d.job == job.name]

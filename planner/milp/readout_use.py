@@ -10,6 +10,7 @@ from planner.data.constants import HOURS_PER_YEAR
 from planner.data.jobs import hours_per_year
 from planner.milp import pooling
 from planner.milp.readout_api import api_usage
+from planner.options.eligibility import systems_per_run
 from planner.physics import costs
 
 HOURS = HOURS_PER_YEAR
@@ -71,11 +72,18 @@ def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
     return use
 
 
-def cost_shares(fm, use: dict[str, dict[str, float]], t: int) -> dict[str, dict[str, float]]:
-    """usage_of's answer as the weights an offer's cost is split between demands by: an owned offer
-    whose systems serve nothing in year t but its N+1 pool's spare (model.spare_pool: the owned
-    systems already held beside those bought) is split as its pool's offers are, by their summed use."""
+def cost_shares(fm, values: dict[str, float], use: dict[str, dict[str, float]], t: int) -> dict[str, dict[str, float]]:
+    """usage_of's answer as the weights an offer's cost is split between demands by:
+    - an owned offer whose systems serve nothing in year t but its N+1 pool's spare (model.spare_pool:
+      the owned systems already held beside those bought) is split as its pool's offers are, by their
+      summed use;
+    - an offer rented by the hour, where no pool shares rentals, by the system-hours each demand
+      rents (rentals.system_hours): each pays for its own systems, its N+1 spare and the accelerators
+      its replicas strand included (three models on AWS H100 x8 nodes: the 8B job, 2 GPUs busy on two
+      nodes of its own, was charged a sixth of six nodes by its busy hours, half what it rents)."""
     out = dict(use)
+    for oid, by in rented_system_hours(fm, values, t).items():
+        out[oid] = by
     for (oid, tt) in sorted(fm.held_terms):
         if tt != t or sum(use.get(oid, {}).values()) > 0 or not fm.u:
             continue
@@ -85,4 +93,23 @@ def cost_shares(fm, use: dict[str, dict[str, float]], t: int) -> dict[str, dict[
                 pooled[dk] += hours
         if pooled:
             out[oid] = pooled
+    return out
+
+
+def rented_system_hours(fm, values: dict[str, float], t: int) -> dict[str, dict[str, float]]:
+    """offer rented by the hour -> demand -> accelerator-hours of the systems it rents in year t
+    (serving: its rentals r, spare included, x the system's accelerators x its hours; batch: whole
+    systems per run x run hours x runs), for the offers no pool shares rentals of (pooling's R)."""
+    shared = {oid for (oid, _, tt) in fm.rp if tt == t}
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for (dk, oid, tt), v in fm.r.items():
+        if tt == t and oid not in shared:
+            per = fm.system_of(oid).accelerators
+            out[oid][dk] += round(values.get(v.name, 0.0)) * per * hours_per_year(fm.options.demands[dk])
+    for (dk, i, oid, tt), v in fm.x.items():
+        if tt == t and oid not in shared and (oid, t) not in fm.held_terms and values.get(v.name, 0.0) > 0:
+            opt, per = fm.options.batch[dk][i], fm.system_of(oid).accelerators
+            hours = costs.run_hours(opt.hours_per_run, fm.offer(oid).acquisition)
+            out[oid][dk] += (values[v.name] * systems_per_run(opt.accelerators, per) * per * hours
+                             * fm.demand_at(dk, t))
     return out

@@ -57,7 +57,7 @@ def read_multiyear(s: Scenario, ym: YearModel, res: SolveResult) -> dict:
     for job in s.jobs:
         keys = sorted(dk for dk, d in ym.options.demands.items() if d.job == job.name)
         placements = [p for dk in keys for p in placements_of(ym, res, dk, last)]
-        cost = sum(offer_cost[oid] * use.get(dk, 0.0) / total for oid, use in cost_shares(ym, usage, last).items()
+        cost = sum(offer_cost[oid] * use.get(dk, 0.0) / total for oid, use in cost_shares(ym, res.values, usage, last).items()
                    for dk in keys if (total := sum(use.values())) > 0)
         api = [a for dk in keys for a in api_rows(ym, res.values, dk, last)]
         jobs.append({"name": job.name, "stage": job.stage, "model": job.model, "priority": job.priority,

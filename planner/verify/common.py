@@ -113,5 +113,6 @@ class Ledger:
         self.edge_units = defaultdict(int)
         self.rent_usd = defaultdict(float)  # offer -> rentals other than serving (batch)
         self.rent_hours = defaultdict(lambda: defaultdict(float))  # offer -> part -> hours per year
+        self.rent_batch = defaultdict(lambda: defaultdict(float))  # rented offer -> part -> system accelerator-hours of runs
         self.edge_usd = defaultdict(float)
         self.uses = defaultdict(set)  # offer -> kinds using it

@@ -22,7 +22,7 @@ from planner.data.constants import DAYS_PER_YEAR, HOURS_PER_YEAR, SECONDS_PER_HO
 from planner.data.jobs import output_tokens_per_s_per_user
 from planner.data.scenario import Scenario
 from planner.physics import costs
-from planner.verify.common import REL, USD, Ledger, Verification, close, owned
+from planner.verify.common import REL, TIGHT, USD, Ledger, Verification, close, owned
 
 
 def whole(x) -> bool:
@@ -137,10 +137,24 @@ def check_job_costs(plan: dict, fleet: dict, s: Scenario, cat: Catalog, v: Verif
 
 
 def _cost_shares(fleet: dict, s: Scenario, cat: Catalog, ledger: Ledger) -> dict[str, dict[str, float]]:
-    """Offer -> part -> accelerator-hours, the weights of each offer's cost: under N+1 an owned
-    offer used by nothing, held as its pool's spare (colocation.spare_pool_of), weighs as the
-    pool's used offers together."""
+    """Offer -> part -> accelerator-hours, the weights of each offer's cost: an offer rented by the
+    hour that no pool shares weighs the systems each part rents (its replicas' systems rounded up,
+    its N+1 spare, whole systems per batch run) x their hours; under N+1 an owned offer used by
+    nothing, held as its pool's spare (colocation.spare_pool_of), weighs as the pool's used offers
+    together; any other offer, the accelerator-hours each part uses."""
     out = {oid: dict(use) for oid, use in ledger.usage.items() if sum(use.values()) > 0}
+    spare = 1 if s.policy.redundancy == "n+1" else 0
+    for oid in fleet:
+        o = cat.offers.get(oid)
+        if o is None or owned(o) or any(isinstance(k, tuple) for k in ledger.rent_slots[oid]):
+            continue  # (a pool's shared rentals: split by use)
+        per = cat.systems[o.system].accelerators
+        rented = {k: (math.ceil(a / per - TIGHT) + spare) * per * ledger.rent_hours[oid][k]
+                  for k, a in ledger.rent_slots[oid].items() if a}
+        for k, h in ledger.rent_batch[oid].items():
+            rented[k] = rented.get(k, 0.0) + h
+        if sum(rented.values()) > 0:
+            out[oid] = rented
     if s.policy.redundancy != "n+1":
         return out
     pools: dict[tuple, list[str]] = {}

@@ -174,6 +174,7 @@ def check_batch(part: Demand, job, placed, short, s, cat, v, ledger) -> None:
         else:
             ledger.batch_fit[o.id].append(per_run * system.accelerators)
             ledger.rent_usd[o.id] += per_run * hours * o.price_usd_per_hour * runs
+            ledger.rent_batch[o.id][part.key] += per_run * system.accelerators * hours * runs
             ledger.rent_slack[o.id] += per_run * hours * o.price_usd_per_hour * hidden
         ledger.uses[o.id].add("batch")
     v.check("demand", close(share_sum + short, 1.0, 0.0, 2e-3),
