@@ -470,8 +470,10 @@ def test_n_plus_1_served_on_spot_says_its_spare_is_spot_too(redundancy):
 
 def test_jobs_renting_one_offer_apart_are_told_what_sharing_would_take():
     """Three models on AWS H100 x8 nodes, on demand, N+1: each job rents whole nodes and a spare of its
-    own (a job's hourly rentals are its own); the recommendation says how few nodes their busy GPUs
-    would take shared, so a buyer knows what the plan may overstate. One job alone hears nothing."""
+    own (a job's hourly rentals are its own); the recommendation says how few nodes their replicas
+    would take shared and what that is worth, so a buyer knows what the plan may overstate, and each
+    job is charged the nodes it rents (the 8B job, 2 GPUs busy, was charged a sixth of the six nodes by
+    its busy hours, half of its two). One job alone hears nothing."""
     policy = {"acquisition": ["on-demand"], "providers": ["aws"], "accelerators": ["h100-sxm"], "redundancy": "n+1"}
     jobs = [{"name": "chat", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "concurrent_users": 300,
              "min_tokens_per_s_per_user": 20},
@@ -484,7 +486,12 @@ def test_jobs_renting_one_offer_apart_are_told_what_sharing_would_take():
     busy = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"])
     shared = math.ceil(busy / 8) + 1
     assert row["systems"] > shared
-    assert (f"rent h100-sxm-x8 (aws) apart, {row['systems']} systems where their {busy} busy accelerators fit "
-            f"{shared} shared with one N+1 spare") in plan["summary"]
+    each = row["cost_usd_per_year"] / row["systems"]
+    assert (f"rent h100-sxm-x8 (aws) apart, {row['systems']} systems where their replicas' {busy} accelerators fit "
+            f"{shared} shared with one N+1 spare (about ${each * (row['systems'] - shared):,.0f} a year less)") \
+        in plan["summary"]
+    for job in plan["jobs"]:  # each job pays for the nodes it rents, its spare included (not its busy GPUs' share)
+        mine = sum(p["replicas"] * p["accelerators_per_replica"] for p in job["placements"])
+        assert job["cost_usd_per_year"] == pytest.approx(each * (math.ceil(mine / 8) + 1), rel=1e-6)
     alone = make_plan(Scenario.model_validate({"name": "one", "policy": policy, "jobs": jobs[:1]}), explain="none")
     assert "apart" not in alone["summary"]

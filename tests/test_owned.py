@@ -119,3 +119,11 @@ def test_a_cloud_shape_listed_as_owned_is_exit_2(plan_cli, tmp_path):
     p.write_text(SCENARIO.replace("H100-SXM-x8", "h100-sxm-x1"))
     r = plan_cli("validate", p)
     assert r.code == 2 and "owned.0.system" in r.err and "a cloud-instance" in r.err and "reserved-1y" in r.err
+
+
+def test_the_brief_says_you_own_it(plan_cli, tmp_path):
+    """The final review: --brief listed an owned server as 'buy from owned'."""
+    path = tmp_path / "h.yaml"
+    path.write_text(NPLUS1)
+    r = plan_cli(path, "--brief")
+    assert r.code == 0 and "1x h100-sxm-x8 (8 x h100-sxm), you own:" in r.out and "buy from owned" not in r.out

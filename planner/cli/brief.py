@@ -97,8 +97,8 @@ def brief_text(plan: dict, width: int = MAX_WIDTH) -> str:
     fleet = plan["fleet"]
     for f in fleet[:4]:
         what = (f"{f['provider']}'s hosted API for {f['system']}, billed per token" if f["acquisition"] == "api" else
-                f"{f['systems']}x {f['system']} ({f['accelerators']} x {f['accelerator']}), {f['acquisition']} from "
-                f"{f['provider']}")
+                f"{f['systems']}x {f['system']} ({f['accelerators']} x {f['accelerator']}), "
+                + ("you own" if f.get("owned") else f"{f['acquisition']} from {f['provider']}"))
         out += _wrap(f"{what}: {usd(f['cost_usd_per_year'])}/year", width, "  ", limit=1)
     if len(fleet) > 4:
         out.append(f"  ... and {len(fleet) - 4} more")

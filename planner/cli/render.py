@@ -341,7 +341,7 @@ def alternative_rows(plan: dict) -> list[dict]:
             out.append(a)
         elif key not in done:
             done.add(key)
-            out.append({**a, "accelerator": f"{len(names)} others", "reason": f"{a['reason']}: {', '.join(names)}"})
+            out.append({**a, "accelerator": f"{len(names)} others", "reason": f"{a['reason']} [{', '.join(names)}]"})
     return out
 
 

@@ -202,11 +202,11 @@ def _summary(plan: dict, s) -> str:
 
 
 def _rented_apart(plan: dict, s) -> str:
-    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where jobs of different models
-    rent the same offer by the hour for the same hours a day, each in whole systems of its own (a job's
-    hourly rentals are its own unless it pools with another job of its model, policy.pool_jobs), and
-    sharing them would take fewer: the planner does not pack such jobs together, so the plan says by how
-    much it may overstate (three models on AWS H100 x8 nodes with N+1 rented 6, where their 12 busy
+    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where jobs that do not pool rent
+    the same offer by the hour for the same hours a day, each in whole systems of its own (a job's hourly
+    rentals are its own unless it pools with another job of its model, policy.pool_jobs), and sharing
+    them would take fewer: the planner does not pack such jobs together, so the plan says by how much
+    (in systems, and dollars at the row's mean cost per system) it may overstate (three models on AWS H100 x8 nodes with N+1 rented 6, where their 12 busy
     GPUs fit 3 with one spare)."""
     busy: dict[tuple, dict[str, int]] = {}
     hours = {j.name: getattr(j, "hours_per_day", 24) for j in s.jobs}
@@ -225,11 +225,13 @@ def _rented_apart(plan: dict, s) -> str:
         apart = sum(math.ceil(n / per) + spare for n in by.values())
         together = math.ceil(sum(by.values()) / per) + spare
         if apart > together:
+            each = f["cost_usd_per_year"] / f["systems"]
             out.append(f"{listed([repr(j) for j in by])} rent {f['system']} ({f['provider']}) apart, {apart} systems "
-                       f"where their {sum(by.values())} busy accelerators fit {together} shared"
-                       + (" with one N+1 spare" if spare else ""))
-    return (" " + "; ".join(out) + ": the planner does not pack jobs of different models onto one rented system "
-            "(systems bought or reserved are shared by every job).") if out else ""
+                       f"where their replicas' {sum(by.values())} accelerators fit {together} shared"
+                       + (" with one N+1 spare" if spare else "") + f" (about {usd(each * (apart - together))} a year less)")
+    why = "policy.pool_jobs is false" if not s.policy.pool_jobs else "another model, precision, engine or hours a day"
+    return (" " + "; ".join(out) + f": jobs that do not pool ({why}) each rent systems of their own; systems "
+            "bought or reserved are shared by every job.") if out else ""
 
 
 LEVELS = ("none", "brief", "full")

@@ -90,9 +90,9 @@ def _reason(p: dict, job, shared: str) -> str:
         limit = f" against {job.max_ttft_s:g}" if getattr(job, "max_ttft_s", None) else ""
         if p["binding"] == "ttft" and p.get("basis") != "measured" and getattr(job, "input_tokens", 0) >= LONG_PROMPT \
                 and p["users_per_replica"] >= 25:
-            limit += (f" (with prompts of {LONG_PROMPT:,}+ tokens and 25+ users a replica the model's first token "
-                      "reads up to 4x later than NIM's public runs, benchmarks/fidelity.py: measure it before buying "
-                      "for it; measurements: takes the run)")
+            limit += (f" (the planner's first-token estimate for {LONG_PROMPT:,}+ token prompts at 25+ users a replica "
+                      "runs up to 4x above NIM's published runs, benchmarks/fidelity.py, so this fleet may be larger "
+                      "than needed: measure TTFT and give the run under the scenario's measurements)")
         note = str(p.get("basis_note", ""))
         pools = disagg.parse_note(note)
         split = (f"EP{p['tensor_parallel']} with data-parallel attention" if note.startswith(options.LAYOUT_NOTE)
