@@ -5,7 +5,7 @@ price rows as given, and searches every integer replica count on every (configur
 pair, the systems each offer then needs, and where each fine-tune run goes; it shares no code with
 model.py. Costs per year:
   owned offer   systems x fixed (costs.owned_fixed_usd_per_year) + busy power for the hours used
-  rented offer  systems x price x hours used (per demand)
+  rented offer  systems x price x hours used (shared by the jobs that run the same hours a day)
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def serving_cost(w: World, chosen: dict[str, list]) -> tuple[float, dict[str, fl
     """Yearly cost of a serving assignment {demand: [(opt, oid, replicas)]}; also the owned
     accelerators held at peak and the accelerator-hours serving uses, per owned offer."""
     total, peak, hours_used, held = 0.0, {}, {}, {}
+    rented = {}  # (offer, hours a day) -> accelerators: the jobs running the same hours share rented systems
     for dk, rows in chosen.items():
         h = w.opts.demands[dk].hours_per_day * 365
-        rented = {}
         for opt, oid, y in rows:
             per = w.system(oid).accelerators
             s = slots(opt, per) * y
@@ -102,14 +102,15 @@ def serving_cost(w: World, chosen: dict[str, list]) -> tuple[float, dict[str, fl
                 hours_used[oid] = hours_used.get(oid, 0) + s * h
                 total += w.busy_per_acc_hour(oid) * s * h
             else:
-                rented[oid] = rented.get(oid, 0) + s
-        for oid, s in rented.items():
-            systems = math.ceil(s / w.system(oid).accelerators - 1e-9)
-            held[oid] = held.get(oid, 0) + systems
-            cap = w.opts.offers[oid].max_systems
-            if cap is not None and held[oid] > cap:  # the offer's availability cap, across demands
-                return math.inf, peak, hours_used
-            total += systems * w.opts.offers[oid].price_usd_per_hour * h
+                key = (oid, h, None if w.s.policy.pool_jobs else dk)  # (pool_jobs false: each job's own)
+                rented[key] = rented.get(key, 0) + s
+    for (oid, h, _), s in rented.items():
+        systems = math.ceil(s / w.system(oid).accelerators - 1e-9)
+        held[oid] = held.get(oid, 0) + systems
+        cap = w.opts.offers[oid].max_systems
+        if cap is not None and held[oid] > cap:  # the offer's availability cap, across demands
+            return math.inf, peak, hours_used
+        total += systems * w.opts.offers[oid].price_usd_per_hour * h
     return total, peak, hours_used
 
 

@@ -125,10 +125,11 @@ def test_every_rental_cut_holds_at_every_integer_point_of_the_model():
 @pytest.mark.parametrize("users, providers", [(300, ["hyperstack"]), (300, ["hyperstack", "runpod-community"]),
                                               (120, ["hyperstack", "runpod-community"])])
 def test_rented_systems_round_up_in_the_lp_to_the_enumerated_optimum(users, providers, monkeypatch):
-    # two demands renting a100s by the hour: without the rental cover the LP rents fractions of an
-    # 8-GPU system (35-86% of the optimum); with it the LP bound is the optimum itself
+    # two demands renting a100s by the hour, each its own (pool_jobs false: the cover is a demand's):
+    # without the rental cover the LP rents fractions of an 8-GPU system (35-86% of the optimum); with
+    # it the LP bound is the optimum itself
     s = scenario([serve("chat", users), serve("docs", 40, context=32768, precision="bf16")],
-                 {**RENT_A100, "providers": providers})
+                 {**RENT_A100, "providers": providers, "pool_jobs": False})
     expected = brute_force(s)
     lp_cut, plan_cut = _lp_and_plan(s, True, monkeypatch)
     monkeypatch.setattr(covers, "_rental_cover", lambda *a: None)

@@ -41,9 +41,10 @@ def test_the_bound_lies_between_the_lp_and_the_enumerated_optimum(case):
 
 def test_whole_replicas_and_spares_lift_the_bound_from_the_lp_to_the_optimum():
     # three N+1 jobs: the LP buys fractions of replicas and of the rented spares; each job's own
-    # integer problem at the LP's prices for the shared boxes prices them whole
+    # integer problem at the LP's prices for the shared boxes prices them whole (each job renting its
+    # own, pool_jobs false: rentals shared between jobs are no one job's block)
     jobs, policy = N1_CASES["three-jobs-mixed-hours"]
-    s = scenario(jobs, policy)
+    s = scenario(jobs, {**policy, "pool_jobs": False})
     expected = n_plus_1_brute_force(s)
     fm, at_lp, got = _bounds(s)
     assert at_lp < 0.7 * expected
@@ -102,7 +103,7 @@ def test_the_provers_first_child_starts_from_the_cuts_and_hands_them_to_its_rest
     bound is then at least L at once) and saves them; the planner adds them to the LP's arrays once
     (Prover._read_cuts), so a narrowed restart starts with them; the bound stays valid."""
     jobs, policy = N1_CASES["three-jobs-mixed-hours"]
-    s = scenario(jobs, policy)
+    s = scenario(jobs, {**policy, "pool_jobs": False})  # (each job's rentals its own: the cuts reach the optimum)
     expected = n_plus_1_brute_force(s)
     fm = _model(s)
     lp = relaxation(fm.prob)

@@ -21,8 +21,8 @@ def n_plus_1_brute_force(s) -> float:
     """Serving only: every replica vector per demand; each owned offer holds its peak accelerators
     in whole systems, and each N+1 pool (one system type at one site, data.colocation.spare_pool_of:
     the offers bought or already held there) one system more than its summed peak needs, bought from
-    whichever of its offers is cheapest with room under its cap; a demand's rentals of an offer hold
-    one spare system too. An assignment that holds more of an offer than its cap is not a plan."""
+    whichever of its offers is cheapest with room under its cap; the rentals of an offer by the jobs
+    that run the same hours a day are shared, with one spare system. An assignment that holds more of an offer than its cap is not a plan."""
     w = World(s)
     demands = sorted(w.opts.serve)
     best = math.inf
@@ -58,20 +58,20 @@ def n_plus_1_brute_force(s) -> float:
         return cost
 
     for chosen in assignments(0):
-        cost, peak = 0.0, {}
+        cost, peak, rented = 0.0, {}, {}
         for dk, rows in chosen.items():
             h = w.opts.demands[dk].hours_per_day * 365
-            rented = {}
             for opt, oid, y in rows:
                 per = w.system(oid).accelerators
                 if w.owned(oid):
                     peak[oid] = peak.get(oid, 0) + slots(opt, per) * y
                     cost += w.busy_per_acc_hour(oid) * slots(opt, per) * y * h
-                else:
-                    rented[oid] = rented.get(oid, 0) + slots(opt, per) * y
-            for oid, used in rented.items():
-                systems = math.ceil(used / w.system(oid).accelerators - 1e-9) + 1
-                cost += systems * w.opts.offers[oid].price_usd_per_hour * h
+                else:  # (the jobs running the same hours a day share rented systems and their spare)
+                    key = (oid, h, None if s.policy.pool_jobs else dk)  # (pool_jobs false: each job's own)
+                    rented[key] = rented.get(key, 0) + slots(opt, per) * y
+        for (oid, h, _), used in rented.items():
+            systems = math.ceil(used / w.system(oid).accelerators - 1e-9) + 1
+            cost += systems * w.opts.offers[oid].price_usd_per_hour * h
         best = min(best, cost + owned_cost(peak))
     return best
 
@@ -468,12 +468,13 @@ def test_n_plus_1_served_on_spot_says_its_spare_is_spot_too(redundancy):
     assert ("one reclaim can take several spot instances" in plan["jobs"][0].get("spare", "")) == (redundancy == "n+1")
 
 
-def test_jobs_renting_one_offer_apart_are_told_what_sharing_would_take():
-    """Three models on AWS H100 x8 nodes, on demand, N+1: each job rents whole nodes and a spare of its
-    own (a job's hourly rentals are its own); the recommendation says how few nodes their replicas
-    would take shared and what that is worth, so a buyer knows what the plan may overstate, and each
-    job is charged the nodes it rents (the 8B job, 2 GPUs busy, was charged a sixth of the six nodes by
-    its busy hours, half of its two). One job alone hears nothing."""
+def test_jobs_running_the_same_hours_share_rented_systems_and_are_told_when_they_do_not():
+    """Three models on AWS H100 x8 nodes, on demand, N+1. Each job's hourly rentals were its own: 6 nodes
+    ($2,892,902 a year) where their replicas fit 2 with one spare ($964,301). Jobs running the same hours
+    a day now share rented systems and their spare. With policy.pool_jobs false they rent apart again:
+    the recommendation says how few nodes sharing would take and what that is worth, and each job is
+    charged the nodes it rents (the 8B job, 2 GPUs busy, was charged a sixth of six nodes by its busy
+    hours, half of its two). One job alone hears nothing."""
     policy = {"acquisition": ["on-demand"], "providers": ["aws"], "accelerators": ["h100-sxm"], "redundancy": "n+1"}
     jobs = [{"name": "chat", "stage": "serve", "model": "llama-3.1-70b", "precision": "fp8", "concurrent_users": 300,
              "min_tokens_per_s_per_user": 20},
@@ -481,15 +482,22 @@ def test_jobs_renting_one_offer_apart_are_told_what_sharing_would_take():
              "min_tokens_per_s_per_user": 30},
             {"name": "small", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "concurrent_users": 500,
              "min_tokens_per_s_per_user": 20}]
-    plan = make_plan(Scenario.model_validate({"name": "three", "policy": policy, "jobs": jobs}), explain="none")
+
+    def busy(plan):
+        return sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"])
+
+    shared = make_plan(Scenario.model_validate({"name": "three", "policy": policy, "jobs": jobs}), explain="none")
+    (row,) = shared["fleet"]
+    assert row["systems"] == math.ceil(busy(shared) / 8) + 1 and "apart" not in shared["summary"]
+    plan = make_plan(Scenario.model_validate({"name": "three", "policy": {**policy, "pool_jobs": False}, "jobs": jobs}),
+                     explain="none")
     (row,) = plan["fleet"]
-    busy = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"])
-    shared = math.ceil(busy / 8) + 1
-    assert row["systems"] > shared
+    together = math.ceil(busy(plan) / 8) + 1
+    assert row["systems"] > together and row["cost_usd_per_year"] > shared["total_cost_usd_per_year"]
     each = row["cost_usd_per_year"] / row["systems"]
-    assert (f"rent h100-sxm-x8 (aws) apart, {row['systems']} systems where their replicas' {busy} accelerators fit "
-            f"{shared} shared with one N+1 spare (about ${each * (row['systems'] - shared):,.0f} a year less)") \
-        in plan["summary"]
+    assert (f"rent h100-sxm-x8 (aws) apart, {row['systems']} systems where their replicas' {busy(plan)} accelerators "
+            f"fit {together} shared with one N+1 spare (about ${each * (row['systems'] - together):,.0f} a year less): "
+            "jobs that do not pool (policy.pool_jobs is false)") in plan["summary"]
     for job in plan["jobs"]:  # each job pays for the nodes it rents, its spare included (not its busy GPUs' share)
         mine = sum(p["replicas"] * p["accelerators_per_replica"] for p in job["placements"])
         assert job["cost_usd_per_year"] == pytest.approx(each * (math.ceil(mine / 8) + 1), rel=1e-6)

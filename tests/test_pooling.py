@@ -64,8 +64,15 @@ def test_same_model_and_precision_share_one_pool_unless_switched_off():
     assert set(pools_of(scenario())) == {"chat/512x128", "chat/4000x600", "rag"}
     assert set(pools_of(scenario())).pop() and set(pools_of(scenario()).values()) == {"llama-3.1-8b/fp8"}
     assert pools_of(scenario(pool=False)) == {}
-    other = scenario(precision="bf16")  # the mix's buckets pool together; rag at fp8 stays apart
-    assert pools_of(other) == {"chat/512x128": "llama-3.1-8b/bf16", "chat/4000x600": "llama-3.1-8b/bf16"}
+    other = scenario(precision="bf16")  # the mix's buckets pool together; rag at fp8 in a pool of its own,
+    assert pools_of(other) == {"chat/512x128": "llama-3.1-8b/bf16", "chat/4000x600": "llama-3.1-8b/bf16",
+                               "rag": "llama-3.1-8b/fp8"}  # so that their replicas share rented systems (same hours)
+    apart = scenario(precision="bf16").model_copy(deep=True)
+    apart.jobs[1].hours_per_day = 12  # another day: nothing to share its rentals with
+    assert "rag" not in pools_of(apart)
+    owned = scenario(precision="bf16").model_copy(deep=True)
+    owned.policy.acquisition = ["buy"]  # no hourly rentals to share: alone as before
+    assert "rag" not in pools_of(owned)
 
 
 def test_pooling_is_cheaper_and_the_plan_says_who_shares_what(plans):

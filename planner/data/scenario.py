@@ -91,8 +91,9 @@ class Policy(Strict):
         "with the used market's price itself, 0.72^age of the purchase, no sale's discount); a system "
         "retired at the end of its life is sold either way"))
     pool_jobs: bool = Field(True, description="serve jobs (and request_mix buckets) of one model, precision, KV "
-                            "precision, engine, hours/day and latency_critical share replicas and rented systems, "
-                            "split by load; false: whole replicas per job")
+                            "precision, engine, hours/day and latency_critical share replicas, split by load, and "
+                            "serve jobs running the same hours a day share systems rented by the hour (and their "
+                            "N+1 spare); false: whole replicas and rented systems per job")
 
     @model_validator(mode="after")
     def _rate_computable(self):

@@ -1,7 +1,9 @@
 """Pooled serving replicas (policy.pool_jobs) in the fleet MILP, per year t: additive families.
 
 Serving demands of one pool (data.jobs.pools_of: serve jobs, and the request-size buckets of a
-request_mix, of the same model, precision, KV precision, engine and hours per day) share replicas,
+request_mix, of the same model, precision, KV precision, engine and hours per day; where the policy
+rents by the hour, also a job alone in its pool beside another pool of the same hours, so that their
+replicas share rented systems, R below) share replicas,
 as in Melange (Griggs et al., 2024): a replica's capacity is split between the pool's demands by
 load. For a pool p, a configuration c = (system, TP, PP), an offer o and a year t (dropped below: every key ends in t):
 
