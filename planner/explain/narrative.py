@@ -202,12 +202,11 @@ def _summary(plan: dict, s) -> str:
 
 
 def _rented_apart(plan: dict, s) -> str:
-    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where jobs that do not pool rent
-    the same offer by the hour for the same hours a day, each in whole systems of its own (a job's hourly
-    rentals are its own unless it pools with another job of its model, policy.pool_jobs), and sharing
-    them would take fewer: the planner does not pack such jobs together, so the plan says by how much
-    (in systems, and dollars at the row's mean cost per system) it may overstate (three models on AWS H100 x8 nodes with N+1 rented 6, where their 12 busy
-    GPUs fit 3 with one spare)."""
+    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where parts that do not pool
+    (policy.pool_jobs false; an RL job's rollouts) rent the same offer by the hour for the same hours a
+    day, each in whole systems of its own, and sharing them would take fewer: the plan says by how much
+    (in systems, and dollars at the row's mean cost per system) it may overstate (three models on AWS
+    H100 x8 nodes with N+1 and pool_jobs false rent 6, where their replicas fit 3 with one spare)."""
     busy: dict[tuple, dict[str, int]] = {}
     hours = {j.name: getattr(j, "hours_per_day", 24) for j in s.jobs}
     for job in plan["jobs"]:
@@ -229,7 +228,7 @@ def _rented_apart(plan: dict, s) -> str:
             out.append(f"{listed([repr(j) for j in by])} rent {f['system']} ({f['provider']}) apart, {apart} systems "
                        f"where their replicas' {sum(by.values())} accelerators fit {together} shared"
                        + (" with one N+1 spare" if spare else "") + f" (about {usd(each * (apart - together))} a year less)")
-    why = "policy.pool_jobs is false" if not s.policy.pool_jobs else "another model, precision, engine or hours a day"
+    why = "policy.pool_jobs is false" if not s.policy.pool_jobs else "an RL job's rollouts rent their own"
     return (" " + "; ".join(out) + f": jobs that do not pool ({why}) each rent systems of their own; systems "
             "bought or reserved are shared by every job.") if out else ""
 
