@@ -166,3 +166,15 @@ def test_a_request_rates_yearly_volume_is_the_rate_over_the_year_not_its_rounded
     assert u["requests_per_year"] == pytest.approx(12 * seconds, rel=1e-9)
     assert u["output_tokens_per_year"] == pytest.approx(12 * seconds * (0.6 * 150 + 0.3 * 300 + 0.1 * 600), rel=1e-9)
     assert u["usd_per_request"] == pytest.approx(job["cost_usd_per_year"] / (12 * seconds), abs=5e-7)  # (6 decimals)
+
+
+def test_a_job_alone_in_its_pool_does_not_read_as_sharing_replicas():
+    """Jobs of other models running the same hours share rented systems, each in a pool of its own:
+    its placements say nothing of 'shared in pool' (no other part's load is on its replicas)."""
+    s = scenario(precision="bf16")
+    plan = make_plan(s, explain="none")
+    rag = next(j for j in plan["jobs"] if j["name"] == "rag")
+    assert rag["placements"] and all(p.get("pool") == "llama-3.1-8b/fp8" for p in rag["placements"])
+    assert not any("shared in pool" in w for w in rag["why"])
+    chat = next(j for j in plan["jobs"] if j["name"] == "chat")
+    assert any("shared in pool 'llama-3.1-8b/bf16'" in w for w in chat["why"])

@@ -181,8 +181,12 @@ def explain_placements(plan: dict, s, cat) -> None:
     """Per-placement reasons ("why") and the seeds' three checks ("checks") for each job, in place
     (what single-period and multi-year plans share), and the one-paragraph "summary"."""
     jobs = {j.name: j for j in s.jobs}
+    shared: dict[str, set] = {}  # pool -> the parts whose load its replicas carry
+    for pooled in plan.get("pools") or []:
+        shared.setdefault(pooled["pool"], set()).update(pooled["load"])
     for job in plan["jobs"]:
-        job["why"] = [runit.placement_reason(p, jobs[job["name"]]) for p in job["placements"]]
+        job["why"] = [runit.placement_reason(p, jobs[job["name"]], alone=len(shared.get(p.get("pool"), ())) == 1)
+                      for p in job["placements"]]
         spot = sorted({p["offer"] for p in job["placements"] if p["acquisition"] == "spot" and p.get("users_per_replica")})
         if spot and s.policy.redundancy == "n+1":  # (the expert review: one spot spare is no N+1 against a reclaim)
             job["spare"] = (f"N+1 on spot ({', '.join(spot)}): the spare is spot capacity too, and one reclaim can "

@@ -47,13 +47,13 @@ def traffic_reason(job) -> str | None:
             + "; ".join(sizes))
 
 
-def placement_reason(p: dict, job) -> str:
-    """The physical reason for one placement, with its numbers (replica totals); a part of a
-    request_mix is named, and a pooled placement says what share of the shared replicas it uses."""
-    named = p.get("pool") or (job.stage == "serve" and p.get("part") not in (None, job.name))
-    part = f"{p['part']}: " if named else ""
+def placement_reason(p: dict, job, alone: bool = False) -> str:
+    """The physical reason for one placement, with its numbers (replica totals); a part of a request_mix
+    is named, and a pooled placement (not alone in its pool) says what share of the shared replicas it uses."""
+    pooled = p.get("pool") and not alone
+    part = f"{p['part']}: " if pooled or (job.stage == "serve" and p.get("part") not in (None, job.name)) else ""
     shared = (f" shared in pool '{p['pool']}' ({p.get('users_served', 0):,} of this part's users, "
-              f"{p.get('replica_load', 0):.2f} replica(s) of load)" if p.get("pool") else "")
+              f"{p.get('replica_load', 0):.2f} replica(s) of load)" if pooled else "")
     return part + _reason(p, job, shared) + _basis(p)
 
 
