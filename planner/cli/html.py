@@ -15,6 +15,7 @@ from planner.cli.render import (
     CHECKS,
     FLEET_COLUMNS,
     FLEET_HEADERS,
+    JOB_NOTES,
     PLACEMENT_HEADERS,
     api_lines,
     cost_line,
@@ -175,7 +176,7 @@ def plan_html(plan: dict) -> str:
         body += [f"<h2>Job {_e(job['name'])} <span class=muted>({_e(job['stage'])}, {_e(job['model'])})</span></h2>",
                  f"<p>{_e(usd(job['cost_usd_per_year']))} per year; {_e(unit_cost_text(job['unit_cost']) or '-')}</p>",
                  _table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS)]
-        items = api_lines(job) + [job[k] for k in ("traffic", "colocation", "split_considered", "spare") if job.get(k)] + (job.get("why") or [])
+        items = api_lines(job) + [job[k] for k in JOB_NOTES if job.get(k)] + (job.get("why") or [])
         if items:
             body.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in items) + "</ul>")
         checks = job.get("checks") or {}

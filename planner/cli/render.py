@@ -297,7 +297,7 @@ def plan_markdown(plan: dict) -> str:
                   f"Cost {usd(job['cost_usd_per_year'])} per year; {unit_cost_text(job['unit_cost'])}.", "",
                   markdown_table(placement_rows(job), placement_columns(job), PLACEMENT_HEADERS), ""]
         lines += [f"- {line}" for line in api_lines(job)]
-        lines += [f"- {job[k]}" for k in ("traffic", "colocation", "split_considered", "spare") if job.get(k)]
+        lines += [f"- {job[k]}" for k in JOB_NOTES if job.get(k)]
         lines += [f"- {msg}" for msg in job.get("why", [])]
         lines += ["", "Before signing:", ""] + _check_lines(job, True) if job.get("checks") else []
         lines.append("")
@@ -316,6 +316,9 @@ def _years_section(plan: dict, markdown: bool) -> list[str]:
         return []
     return [years_markdown(plan) if markdown else years_text(plan), ""]
 
+
+JOB_NOTES = ("traffic", "colocation", "split_considered", "spare")
+"""a job's one-line notes beside its placements' reasons, in the order markdown and HTML list them"""
 
 GROUP_AT = 4
 """accelerators ruled out for one and the same reason that the why-not table shows as one row (the

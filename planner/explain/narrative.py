@@ -146,18 +146,17 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
         busy = ""
         if ("capacity", key) in fm.rows:
             pool = fm.spare_pool(oid, fm.first) if fm.u else None
-            alone = pool is None or len(fm.spare_pool_offers(pool)) == 1
-            spare = system.accelerators * round(res.values.get(fm.u[pool].name, 0.0)) if alone and pool in fm.u else 0
-            used = per - spare - shadow.room(fm.rows[("capacity", key)], res.values)
+            alone = pool is None or len(fm.spare_pool_offers(pool)) == 1  # (else its capacity row holds no u)
+            opened = round(res.values.get(fm.u[pool].name, 0.0)) if pool in fm.u else 0
+            held = {} if alone else {o: k for o in fm.spare_pool_offers(pool)
+                                     if (k := fleet.get((shadow.store_of(fm, o), (o, fm.first)), 0))}
+            spare = system.accelerators * opened if alone or len(held) == 1 else 0
+            used = per - (spare if alone else 0) - shadow.room(fm.rows[("capacity", key)], res.values)
             running = sum(p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
                           if p["offer"] == oid and p.get("users_per_replica") is not None)
             stranded = (f" ({running:g} running replicas; the rest stranded beside replicas that do not tile a "
                         f"{system.accelerators}-accelerator system)" if 0 < running < used - 1e-6 else "")
-            held = {o: k for o in ([] if alone else fm.spare_pool_offers(pool))
-                    if (k := fleet.get((shadow.store_of(fm, o), (o, fm.first)), 0))}
-            if not alone and len(held) == 1 and pool in fm.u:  # (the pool's other offers hold nothing: its row holds no u)
-                spare = system.accelerators * round(res.values.get(fm.u[pool].name, 0.0))
-            shared = ("" if alone or len(held) < 2 or pool not in fm.u or round(res.values.get(fm.u[pool].name, 0.0)) == 0 else
+            shared = ("" if len(held) < 2 or not opened else
                       f"; one system kept free as the N+1 spare among the {sum(held.values()):g} {system.id} at its site "
                       f"({', '.join(f'{n:g} {o}' for o, n in held.items())})")
             busy = f"; {used:g} of {per} accelerators busy at peak{stranded}" + (
