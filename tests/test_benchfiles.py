@@ -16,6 +16,7 @@ SAMPLES = Path(__file__).parent / "data" / "bench"
 VLLM = SAMPLES / "vllm_benchmark_serving.json"
 SGLANG = SAMPLES / "sglang_bench_serving.jsonl"
 GENAI = SAMPLES / "genai_perf_profile_export_genai_perf.json"
+TRTLLM = SAMPLES / "trtllm-bench" / "report.json"
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -37,9 +38,11 @@ def test_vllm_missing_system_says_what_where_and_how():
     with pytest.raises(BenchFileError) as e:
         read_benchmark_file(VLLM)
     msg = str(e.value)
-    assert msg.startswith(f"{VLLM}: system is not recorded in this vllm file")
+    assert msg.startswith(f"{VLLM}: system is not recorded in this vllm file (the run's --metadata "
+                          "gpu=1xNVIDIA_H100_80GB_HBM3)")
     assert "pass --system ID" in msg and "h100-sxm-x8" in msg
-    assert (e.value.what, e.value.line) == ("system is not recorded in this vllm file", None)
+    assert (e.value.what, e.value.line) == ("system is not recorded in this vllm file (the run's --metadata "
+                                            "gpu=1xNVIDIA_H100_80GB_HBM3)", None)
 
 
 def test_vllm_open_loop_run_says_concurrency_is_missing(tmp_path):
@@ -223,3 +226,58 @@ def test_non_string_model_in_file_is_refused(tmp_path):
     d["model_id"] = 42
     with pytest.raises(BenchFileError, match=r"model is 42, not a string, in this vllm file\. Fix: edit the file"):
         read_benchmark_file(_write(tmp_path, "m.json", json.dumps(d)), system="s")
+
+
+def test_trtllm_bench_report_gives_a_row_from_its_engine_world_and_streaming_metrics():
+    [r] = read_benchmark_file(TRTLLM, system="h100-sxm-x1", concurrency=64)
+    assert (r.model, r.system, r.tp, r.pp, r.precision, r.kv_precision, r.engine) == (
+        "meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-x1", 1, 1, "bf16", "bf16", "trtllm")  # kv_cache_dtype null: 16-bit
+    assert (r.input_tokens, r.output_tokens, r.concurrency, r.tpot_ms, r.ttft_ms) == (1024, 256, 64, 9.1001, 105.2966)
+    assert r.source == f"trtllm-bench:{TRTLLM}"
+
+
+def test_trtllm_bench_report_asks_for_what_it_does_not_save():
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(TRTLLM, concurrency=64)
+    assert str(e.value) == (f"{TRTLLM}: system is not recorded in this trtllm-bench file (the run's GPUs: 1x NVIDIA "
+                            "H100 80GB HBM3). Fix: pass --system ID (a catalog/systems.csv id, e.g. h100-sxm-x8)")
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(TRTLLM, system="h100-sxm-x1")
+    assert str(e.value) == (f"{TRTLLM}: the run's concurrency is not recorded (trtllm-bench does not save "
+                            "--concurrency; this run averaged 62.8 requests in flight). Fix: pass --concurrency N, "
+                            "the --concurrency trtllm-bench was given (a run without one sent every request at once: "
+                            "the mean in flight, 63, is the nearest reading)")
+
+
+def test_trtllm_bench_report_without_streaming_has_no_tpot(tmp_path):
+    d = json.loads(TRTLLM.read_text())
+    del d["streaming_metrics"]
+    with pytest.raises(BenchFileError, match=r"trtllm-bench result has no avg_tpot_ms\. Fix: re-run trtllm-bench "
+                                             r"throughput with --streaming"):
+        read_benchmark_file(_write(tmp_path, "r.json", json.dumps(d)), system="s", concurrency=8)
+
+
+@pytest.mark.parametrize("quant, kv, precision, kv_precision", [
+    ("FP8", "FP8", "fp8", "fp8"),
+    ("FP8_BLOCK_SCALES", None, "fp8", "bf16"),
+    ("NVFP4", "NVFP4", "fp4", "fp4"),
+    ("W4A8_MXFP4_FP8", "FP8", "fp4", "fp8"),
+    ("W4A16_AWQ", None, "int4", "bf16"),
+    ("W8A16", "INT8", "int8", "int8"),
+    ("NO_QUANT", None, "bf16", "bf16"),
+])
+def test_trtllm_bench_quantization_names_map_to_planner_precisions(tmp_path, quant, kv, precision, kv_precision):
+    d = json.loads(TRTLLM.read_text())
+    d["engine"].update(quantization=quant, kv_cache_dtype=kv)
+    [r] = read_benchmark_file(_write(tmp_path, "q.json", json.dumps(d)), system="s", concurrency=8)
+    assert (r.precision, r.kv_precision) == (precision, kv_precision)
+
+
+def test_trtllm_bench_mixed_precision_asks_for_one(tmp_path):
+    d = json.loads(TRTLLM.read_text())
+    d["engine"]["quantization"] = "MIXED_PRECISION"  # per-layer formats: no one precision to record
+    with pytest.raises(BenchFileError, match=r"precision is not recorded in this trtllm-bench file\. Fix: pass "
+                                             r"--precision"):
+        read_benchmark_file(_write(tmp_path, "q.json", json.dumps(d)), system="s", concurrency=8)
+    [r] = read_benchmark_file(_write(tmp_path, "q.json", json.dumps(d)), system="s", concurrency=8, precision="fp8")
+    assert r.precision == "fp8"

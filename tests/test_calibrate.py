@@ -19,6 +19,7 @@ BENCH = Path(__file__).parent / "data" / "bench"
 VLLM = BENCH / "vllm_benchmark_serving.json"
 SGLANG = BENCH / "sglang_bench_serving.jsonl"
 GENAI = BENCH / "genai_perf_profile_export_genai_perf.json"
+TRTLLM = BENCH / "trtllm-bench" / "report.json"
 FLAGS = ("--system", "h100-sxm-x1", "--tp", "1", "--precision", "bf16")
 
 
@@ -53,6 +54,7 @@ def test_three_formats_become_one_csv_that_plans_use_as_measured(tmp_path, plan_
     (VLLM, ("--system", "h100-sxm-x1"), 16),                            # records TP and precision
     (SGLANG, ("--system", "h100-sxm-x1", "--precision", "bf16"), 64),   # dtype 'auto' names no precision
     (GENAI, ("--system", "h100-sxm-x1", "--tp", "1", "--precision", "bf16"), 64),
+    (TRTLLM, ("--system", "h100-sxm-x1", "--concurrency", "64"), 64),  # trtllm-bench never saves its concurrency
 ])
 def test_each_format_round_trips_into_a_plan_that_says_measured(tmp_path, plan_cli, monkeypatch, sample, flags, users):
     """The README's steps with one sample file: calibrate, validate, plan tests/data/bench/chat-8b.yaml."""
@@ -67,7 +69,7 @@ def test_each_format_round_trips_into_a_plan_that_says_measured(tmp_path, plan_c
     assert {(pl["system"], pl["tensor_parallel"], pl["basis"], pl["users_per_replica"]) for pl in job["placements"]} \
         == {("h100-sxm-x1", 1, "measured", users)}  # never beyond the largest concurrency measured
     assert sum(pl["replicas"] for pl in job["placements"]) == -(-100 // users)
-    tool = {VLLM: "vllm", SGLANG: "sglang", GENAI: "genai-perf"}[sample]
+    tool = {VLLM: "vllm", SGLANG: "sglang", GENAI: "genai-perf", TRTLLM: "trtllm-bench"}[sample]
     assert all(f"basis: measured ({tool}:{sample}" in why for why in job["why"])
     assert "the largest concurrency measured binds" in job["why"][0]
 
@@ -84,7 +86,11 @@ def test_measurements_for_no_serving_job_are_a_warning_not_silence(tmp_path, pla
 
 
 @pytest.mark.parametrize("args, words", [
-    ((VLLM,), f"{VLLM}: system is not recorded in this vllm file\n    To fix: pass --system ID"),
+    ((VLLM,), f"{VLLM}: system is not recorded in this vllm file (the run's --metadata gpu=1xNVIDIA_H100_80GB_HBM3)\n"
+              "    To fix: pass --system ID"),
+    ((TRTLLM, "--concurrency", "64"), "system is not recorded in this trtllm-bench file (the run's GPUs: 1x NVIDIA H100 "
+                                      "80GB HBM3)\n    To fix: pass --system ID"),
+    ((TRTLLM, "--system", "h100-sxm-x1"), "this run averaged 62.8 requests in flight)\n    To fix: pass --concurrency N"),
     ((SGLANG, "--system", "h100-sxm-x1"), f"{SGLANG}:1: precision is not recorded in this sglang file\n"
                                            "    To fix: pass --precision bf16|fp8|int8|int4|fp4"),
     ((GENAI, "--system", "h100-sxm-x1"), "tp is not recorded in this genai-perf file\n    To fix: pass --tp N"),

@@ -1,4 +1,4 @@
-"""`plan calibrate`: benchmark result files (vLLM, SGLang, genai-perf; data.benchfiles) or
+"""`plan calibrate`: benchmark result files (vLLM, SGLang, genai-perf, AIPerf, trtllm-bench; data.benchfiles) or
 measurements CSVs in, measurement rows out (written as the CSV that `--measurements` reads), and
 the physics model's error against them.
 

@@ -310,8 +310,8 @@ def compare_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    files: List[Path] = typer.Argument(..., metavar="FILE", help="vLLM --save-result JSON, SGLang bench_serving "
-                                       "JSONL, genai-perf profile_export*.json, or a measurements CSV"),
+    files: List[Path] = typer.Argument(..., metavar="FILE", help="vLLM --save-result JSON, SGLang bench_serving JSONL, "
+                                       "genai-perf/AIPerf profile_export*.json, trtllm-bench --report_json, or a CSV"),
     model: Optional[str] = typer.Option(None, "--model", help="the catalog model the runs served (default: matched "
                                         "from the file's model name)"),
     system: Optional[str] = typer.Option(None, "--system", help="the catalog system the runs used (only vLLM "
@@ -320,8 +320,8 @@ def calibrate_cmd(
     precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp8, int8, int4 or fp4, where the "
                                             "file lacks it"),
     engine: Optional[str] = typer.Option(None, "--engine", help="the serving engine (vllm, sglang, trtllm)"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="clients of an open-loop run "
-                                              "(the file records none)"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="clients of a run whose file "
+                                              "records none (an open-loop run; every trtllm-bench report)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write the measurements CSV to this file "
                                           "(default: stdout)"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file"),

@@ -3,7 +3,8 @@
 Formats (the project's reference notes, serving-benchmarks.md section A): vLLM ``benchmark_serving.py`` /
 ``vllm bench serve --save-result`` JSON (``--append-result``: one object per line); SGLang ``bench_serving
 --output-file`` JSONL (one run per line); genai-perf ``profile_export_genai_perf.json`` and AIPerf
-``profile_export_aiperf.json``. A row holds mean TPOT/TTFT (ms), configured concurrency and mean input/output
+``profile_export_aiperf.json``; TensorRT-LLM ``trtllm-bench throughput --streaming --report_json`` (section A4:
+its ``engine``, ``world_info``, ``request_info`` and ``streaming_metrics``). A row holds mean TPOT/TTFT (ms), configured concurrency and mean input/output
 tokens per successful request (a data.measurements.Measurement, the row type the measurements CSV holds);
 anything missing or malformed raises :class:`BenchFileError` (what/where/fix).
 """
@@ -102,8 +103,24 @@ def _date(value: Any) -> str | None:
     return "-".join(m.groups()) if m else None
 
 
+def _quant(name: Any) -> str | None:
+    """A TensorRT-LLM QuantAlgo name (FP8, FP8_BLOCK_SCALES, NVFP4, W4A16_AWQ, W8A16, INT8, ...) as the
+    planner precision of the weights it stores: 4-bit floats fp4, FP8 fp8, 4-bit integers int4, 8-bit
+    integers int8; None for anything else (MIXED_PRECISION names no single precision)."""
+    n = name.strip().upper() if isinstance(name, str) else ""
+    if "NVFP4" in n or "MXFP4" in n:
+        return "fp4"
+    if n.startswith("FP8") or n == "MXFP8":
+        return "fp8"
+    if n.startswith("W4"):
+        return "int4"
+    return "int8" if n.startswith("W8") or n == "INT8" else None
+
+
 def _detect(obj: dict[str, Any]) -> str:
-    """Which tool wrote this result object: vllm, sglang, genai-perf, aiperf or unknown."""
+    """Which tool wrote this result object: vllm, sglang, genai-perf, aiperf, trtllm-bench or unknown."""
+    if isinstance(obj.get("engine"), dict) and isinstance(obj.get("world_info"), dict):
+        return "trtllm-bench"
     if isinstance(obj.get("input_config"), dict) or any(isinstance(obj.get(k), dict) for k in _GENAI_KEYS):
         return "aiperf" if _get(obj, "input_config", "loadgen") is not None else "genai-perf"
     if "model_id" in obj or "num_prompts" in obj:
@@ -129,7 +146,7 @@ def _parse(path: Path, text: str) -> list[tuple[int | None, dict[str, Any]]]:
     else:
         if not isinstance(whole, dict):
             raise BenchFileError(path, f"top level is a JSON {_jtype(whole)}, not an object",
-                                 "pass a vLLM, SGLang or genai-perf result file")
+                                 "pass a vLLM, SGLang, genai-perf or trtllm-bench result file")
         return [(None, whole)]
     out: list[tuple[int | None, dict[str, Any]]] = []
     for no, s in lines:
@@ -171,6 +188,8 @@ def _serving(c: _Ctx, o: dict[str, Any]) -> dict[str, Any]:
                  tp=md["tensor_parallel_size"] or md["tp"], pp=md["pipeline_parallel_size"] or md["pp"],
                  precision=_precision(md["precision"]), engine=md["engine"] or guess,
                  kv_precision=_precision(md["kv_precision"], md["kv_cache_dtype"]))
+        if isinstance(o.get("gpu"), str) and o["gpu"]:  # --metadata gpu=4xNVIDIA_L40S (a convention, not a key of vLLM's)
+            f["hint"] = {"system": f"the run's --metadata gpu={o['gpu']}"}
     else:  # newest SGLang saves the server's arguments as server_info
         si = o.get("server_info") if isinstance(o.get("server_info"), dict) else {}
         f.update(model=si.get("model_path"), tp=si.get("tp_size"), pp=si.get("pp_size"),
@@ -217,10 +236,47 @@ def _genai(c: _Ctx, o: dict[str, Any]) -> dict[str, Any]:
     return f
 
 
+def _trtllm(c: _Ctx, o: dict[str, Any]) -> dict[str, Any]:
+    """trtllm-bench's report: the engine's model and quantization, the world's TP x PP, the requests'
+    mean lengths, and (only with --streaming) mean TPOT and TTFT. It never saves --concurrency."""
+    eng, world = o["engine"], o["world_info"]
+    req = o.get("request_info") if isinstance(o.get("request_info"), dict) else {}
+    stream = o.get("streaming_metrics") if isinstance(o.get("streaming_metrics"), dict) else {}
+    streamed = "re-run trtllm-bench throughput with --streaming, which records TPOT and TTFT"
+    f: dict[str, Any] = {
+        "tpot_ms": c.metric(stream, "avg_tpot_ms", streamed),
+        "ttft_ms": None if stream.get("avg_ttft_ms") is None else c.number(stream["avg_ttft_ms"], "avg_ttft_ms"),
+        "model": eng.get("model") or eng.get("model_path"), "tp": world.get("tp_size"), "pp": world.get("pp_size"),
+        "engine": "trtllm"}
+    for key, mean, dataset in (("input_tokens", "avg_input_length", "avg_isl"),
+                               ("output_tokens", "avg_output_length", "avg_osl")):
+        value = req.get(mean) if req.get(mean) is not None else _get(o, "dataset", dataset)
+        f[key] = round(c.metric({mean: value}, mean, "regenerate the report (request_info is written by every run)"))
+    quant = eng.get("quantization")
+    plain = quant is None or str(quant).strip().upper() in ("", "NO_QUANT", "NONE")
+    f["precision"] = _precision(eng.get("dtype")) if plain else _quant(quant)
+    if "kv_cache_dtype" in eng:  # null: the cache is kept at the model's 16-bit dtype
+        kv = eng["kv_cache_dtype"]
+        f["kv_precision"] = "bf16" if kv is None or str(kv).strip().upper() in ("", "NO_QUANT", "NONE") \
+            else _quant(kv)
+    mean = req.get("avg_num_concurrent_requests")
+    known = isinstance(mean, (int, float)) and not isinstance(mean, bool) and math.isfinite(mean) and mean > 0
+    f["concurrency_missing"] = (
+        "the run's concurrency is not recorded (trtllm-bench does not save --concurrency"
+        + (f"; this run averaged {mean:.1f} requests in flight)" if known else ")"),
+        "pass --concurrency N, the --concurrency trtllm-bench was given" + (
+            f" (a run without one sent every request at once: the mean in flight, {max(1, round(mean))}, is the "
+            "nearest reading)" if known else ""))
+    gpu = _get(o, "machine", "name")
+    if isinstance(gpu, str) and gpu:
+        f["hint"] = {"system": f"the run's GPUs: {world.get('world_size', '?')}x {gpu}"}
+    return f
+
+
 def read_benchmark_file(path: str | Path, *, model: str | None = None, system: str | None = None,
                         tp: int | None = None, precision: str | None = None, engine: str | None = None,
                         concurrency: int | None = None) -> list[Measurement]:
-    """Rows of a vLLM / SGLang / genai-perf / AIPerf result file, one per run, in file order.
+    """Rows of a vLLM / SGLang / genai-perf / AIPerf / trtllm-bench result file, one per run, in file order.
 
     Values in the file win and keyword arguments fill what it lacks; a keyword contradicting the file
     raises. ``engine`` overrides the file's guess; ``concurrency`` only fills an open-loop/unset run;
@@ -238,9 +294,10 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
     for line, obj in _parse(p, text):
         c = _Ctx(p, line, _detect(obj))
         if c.fmt == "unknown":
-            raise c.fail("not a recognised result (no vLLM model_id, SGLang dataset_name or genai-perf "
-                         "metrics)", "pass a vLLM/SGLang/genai-perf/AIPerf result file")
-        f = (_genai if c.fmt in ("genai-perf", "aiperf") else _serving)(c, obj)
+            raise c.fail("not a recognised result (no vLLM model_id, SGLang dataset_name, genai-perf "
+                         "metrics or trtllm-bench world_info)", "pass a vLLM/SGLang/genai-perf/AIPerf/trtllm-bench "
+                         "result file")
+        f = {"genai-perf": _genai, "aiperf": _genai, "trtllm-bench": _trtllm}.get(c.fmt, _serving)(c, obj)
         for key, value in given.items():
             if key == "precision" and value is not None and not (value := _precision(value)):
                 raise c.fail(f"precision {precision!r} is not one the planner knows", f"pass {_FLAG[key]}")
@@ -259,7 +316,9 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
             if not isinstance(f.get(key), int if key == "tp" else str) or f[key] == "":
                 absent = f.get(key) in (None, "")
                 what = "is not recorded in this" if absent else f"is {f[key]!r}, not a string, in this"
-                raise c.fail(f"{key} {what} {c.fmt} file", f"pass {_FLAG[key]}" if absent else "edit the file")
+                hint = f.get("hint", {}).get(key)
+                raise c.fail(f"{key} {what} {c.fmt} file" + (f" ({hint})" if absent and hint else ""),
+                             f"pass {_FLAG[key]}" if absent else "edit the file")
         if "concurrency_missing" in f:
             if concurrency is None:
                 raise c.fail(*f["concurrency_missing"])
