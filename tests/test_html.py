@@ -92,7 +92,8 @@ def test_sweep_html_marks_fleet_changes(plan_cli, tmp_path):
                  "--format", "html", "-o", out, "--workers", "1")
     assert r.code == 0, r.err
     page = out.read_text()
-    assert "Cost per year against jobs.0.concurrent_users" in page
+    assert "Cost per year against concurrent users" in page  # in words; the axis keeps the path
+    assert "concurrent users (jobs.0.concurrent_users)" in page
     assert page.count('class="point"') == 3 and 'class="change"' in page and "Where the fleet changes" in page
     assert not NETWORK.search(page)
 
@@ -108,6 +109,7 @@ def test_a_categorical_sweep_draws_markers_apart_and_labels_its_axis(plan_cli, t
     assert 'class="series"' not in chart  # no line between categories
     assert chart.count('<circle class="point"') == 2 + 1 and chart.count('<polygon class="point"') == 2 + 1  # + legend
     assert "redundancy (policy.redundancy)" in chart
+    assert "min tokens/s per user = 10" in chart and "min tokens/s per user = 20" in chart  # the series, in words
     numeric = tmp_path / "numeric.html"
     assert plan_cli("sweep", SCENARIOS / "bank.yaml", "--set", "jobs.0.min_tokens_per_s_per_user=10,20",
                     "--format", "html", "-o", numeric, "--workers", "1").code == 0

@@ -232,12 +232,13 @@ def sweep_chart(entries: list[dict]) -> tuple[str, list[str]]:
     series, marks = [], []
     for g in groups:
         by_x = {e["settings"][x_key]: e for e in entries if tuple(e["settings"][k] for k in keys[1:]) == g}
-        name = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], g)) or "$/year"
+        name = ", ".join(f"{setting_words(k)} = {v}" for k, v in zip(keys[1:], g)) or "$/year"
         series.append((name, [(by_x[x]["summary"].get("total_cost_usd_per_year") if x in by_x else None) for x in xs]))
         marks.append([fleet_key(by_x[x]["summary"]) if x in by_x and by_x[x]["summary"].get("fleet") else ""
                       for x in xs])  # (a variant without a plan has no point, so no fleet in the legend)
     fleets = list(dict.fromkeys(m for ms in marks for m in ms if m))
-    chart = svg.lines(xs, series, "Cost per year against " + x_key, setting_label(x_key), marks=marks, mark_names=fleets)
+    chart = svg.lines(xs, series, "Cost per year against " + setting_words(x_key), setting_label(x_key), marks=marks,
+                      mark_names=fleets)
     return chart, fleets
 
 
@@ -248,6 +249,12 @@ def setting_label(path: str) -> str:
     """A swept setting in words with its unit, its path after it (the report review: the axis read
     'jobs.0.min_tokens_per_s_per_user'): 'min tokens/s per user (jobs.0.min_tokens_per_s_per_user)',
     'power, USD per kWh (site.power_usd_per_kwh)', 'max TTFT, s (jobs.0.max_ttft_s)'."""
+    return f"{setting_words(path)} ({path})"
+
+
+def setting_words(path: str) -> str:
+    """setting_label's words alone, for the chart's title and its series: 'min tokens/s per user',
+    'redundancy'."""
     words: list[str] = []
     for w in path.rsplit(".", 1)[-1].split("_"):
         w = UNIT_WORDS.get(w, w)
@@ -263,7 +270,7 @@ def setting_label(path: str) -> str:
         unit = len(words) - 1
     if unit:
         words[unit - 1] += ","
-    return f"{' '.join(words)} ({path})"
+    return " ".join(words)
 
 
 def sweep_html(entries: list[dict], rows: list[dict], cols: list[str], closing: str, scenario: str) -> str:
