@@ -110,7 +110,8 @@ def test_malformed_pretty_json_reports_line_of_the_error(tmp_path):
     ("total_output_tokens", -256, "total_output_tokens is -256, must be a finite non-negative number"),
     ("max_concurrency", 0, "max_concurrency is 0, must be a finite positive number"),
     ("max_concurrency", 16.5, "max_concurrency is 16.5, not a whole number"),
-    ("completed", 0, "completed is 0, must be a finite positive number"),
+    ("completed", 0, "no request of this run completed. Fix: check the server's log"),  # (SGLang saves no count sent)
+    ("completed", -2, "completed is -2, must be a finite positive number"),
 ])
 def test_bad_values_name_the_key_and_line(tmp_path, key, value, expect):
     lines = SGLANG.read_text().splitlines()
@@ -281,3 +282,102 @@ def test_trtllm_bench_mixed_precision_asks_for_one(tmp_path):
         read_benchmark_file(_write(tmp_path, "q.json", json.dumps(d)), system="s", concurrency=8)
     [r] = read_benchmark_file(_write(tmp_path, "q.json", json.dumps(d)), system="s", concurrency=8, precision="fp8")
     assert r.precision == "fp8"
+
+
+def test_aiperf_0_10_reads_its_phases_model_and_gpus(tmp_path):
+    """AIPerf 0.10+ (schema 1.3): the load in input_config.phases, the model in models.items, no loadgen."""
+    d = json.loads(GENAI.read_text())
+    d.pop("input_config")
+    d.update(aiperf_version="0.10.0", schema_version="1.3", input_config={
+        "models": {"items": [{"name": "meta-llama/Llama-3.1-8B-Instruct"}]},
+        "phases": [{"name": "warmup", "type": "concurrency", "exclude_from_results": True, "concurrency": 4},
+                   {"name": "profiling", "type": "concurrency", "requests": 96, "concurrency": 16}]},
+        telemetry_data={"endpoints": {"dcgm:9400": {"gpus": {"gpu_0": {"gpu_name": "NVIDIA A100-SXM4-80GB"},
+                                                            "gpu_1": {"gpu_name": "NVIDIA A100-SXM4-80GB"}}}}})
+    p = _write(tmp_path, "profile_export_aiperf.json", json.dumps(d))
+    [r] = read_benchmark_file(p, system="a100-80gb-x1", tp=1, precision="bf16")
+    assert (r.model, r.concurrency, r.source) == ("meta-llama/Llama-3.1-8B-Instruct", 16, f"aiperf:{p}")
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(p)
+    assert e.value.what == ("system, tp and precision are not recorded in this aiperf file (its DCGM telemetry saw "
+                            "2x NVIDIA A100-SXM4-80GB)")  # every field it lacks, at once
+    assert e.value.how_to_fix.startswith("pass --system ID (a catalog/systems.csv id, e.g. h100-sxm-x8), --tp N and "
+                                         "--precision")
+    d["input_config"].pop("phases")
+    folder = tmp_path / "concurrency_32"
+    folder.mkdir()
+    [r] = read_benchmark_file(_write(folder, "profile_export_aiperf.json", json.dumps(d)), system="s", tp=1,
+                              precision="bf16")
+    assert r.concurrency == 32  # from the artifact folder's name
+
+
+def test_a_json_array_of_runs_is_read_run_by_run_with_their_lines(tmp_path):
+    """vllm bench sweep's summary.json: an array of run objects."""
+    d = json.loads(VLLM.read_text())
+    text = json.dumps([d, dict(d, max_concurrency=64, mean_tpot_ms=9.9)], indent=2)
+    rows = read_benchmark_file(_write(tmp_path, "summary.json", text), system="h100-sxm-x1")
+    assert [(r.concurrency, r.tpot_ms) for r in rows] == [(16, 6.91), (64, 9.9)]
+    starts = [str(no) for no, s in enumerate(text.splitlines(), 1) if s == "  {"]
+    assert [r.where.rsplit(":", 1)[1] for r in rows] == starts and len(starts) == 2
+
+
+def test_one_concurrency_for_a_sweep_over_request_rates_is_refused(tmp_path):
+    d = json.loads(VLLM.read_text())
+    runs = [dict(d, max_concurrency=None, request_rate=r) for r in (1.0, 10.0)]
+    p = _write(tmp_path, "sweep.jsonl", "\n".join(json.dumps(x) for x in runs))
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(p, system="h100-sxm-x1", concurrency=64)
+    assert e.value.line == 2 and e.value.what.startswith(
+        "2 runs of this file record no concurrency and ran at different loads (request_rate 1.0, 10.0)")
+    same = _write(tmp_path, "repeat.jsonl", "\n".join(json.dumps(dict(runs[0], mean_tpot_ms=x)) for x in (7.0, 7.2)))
+    assert [r.concurrency for r in read_benchmark_file(same, system="h100-sxm-x1", concurrency=12)] == [12, 12]
+    every = _write(tmp_path, "inf.json", json.dumps(dict(d, max_concurrency=None, request_rate="inf")))
+    with pytest.raises(BenchFileError, match=r"all 320 prompts sent at once: request_rate inf, no --max-concurrency"):
+        read_benchmark_file(every, system="h100-sxm-x1")
+
+
+def test_failed_requests_and_speculative_decoding_are_said(tmp_path):
+    d = json.loads(VLLM.read_text())
+    with pytest.raises(BenchFileError, match=r"no request of this run completed \(8 failed\)\. Fix: check the "
+                                             r"server's log"):
+        read_benchmark_file(_write(tmp_path, "f.json", json.dumps(dict(d, completed=0, failed=8))), system="s")
+    notes: list[str] = []
+    p = _write(tmp_path, "p.json", json.dumps(dict(d, completed=300, total_input_tokens=307200,
+                                                   total_output_tokens=76800, spec_decode_acceptance_length=2.4)))
+    [r] = read_benchmark_file(p, system="s", warnings=notes)
+    assert r.input_tokens == 1024  # over the requests that completed
+    assert notes == [f"{p}: 20 of 320 requests failed: its means are over the 300 that completed",
+                     f"{p}: the run decoded speculatively, 2.40 tokens a step: its TPOT is below plain decoding's, "
+                     "and a plan given these rows assumes the same drafts"]
+    s = json.loads(SGLANG.read_text().splitlines()[0])
+    s["server_info"] = {"model_path": "m", "tp_size": 1, "dtype": "bfloat16", "speculative_algorithm": "EAGLE3"}
+    notes.clear()
+    read_benchmark_file(_write(tmp_path, "s.jsonl", json.dumps(s)), system="s", warnings=notes)
+    assert notes and "decoded speculatively (EAGLE3)" in notes[0]
+
+
+def test_a_disaggregated_sglang_run_is_not_a_replica_row(tmp_path):
+    s = json.loads(SGLANG.read_text().splitlines()[0])
+    half = {"model_path": "m", "tp_size": 1, "dtype": "auto"}
+    s["server_info"] = {"internal_states": [], "prefill": [dict(half, disaggregation_mode="prefill")],
+                        "decode": [dict(half, disaggregation_mode="decode")] * 2}
+    with pytest.raises(BenchFileError) as e:
+        read_benchmark_file(_write(tmp_path, "pd.jsonl", json.dumps(s)), system="s", precision="bf16")
+    assert e.value.what.startswith("a prefill/decode-disaggregated run (1 prefill and 2 decode server(s))")
+    assert "calibrate runs of an aggregated server" in e.value.how_to_fix
+
+
+@pytest.mark.parametrize("metadata, engine", [({"framework": "sgl"}, "sglang"), ({"engine": "trt-llm"}, "trtllm"),
+                                              ({"backend": "openai"}, None), ({}, "vllm")])
+def test_vllm_client_runs_name_the_server_engine_from_metadata_not_the_client_api(tmp_path, metadata, engine):
+    d = dict(json.loads(VLLM.read_text()), **metadata)
+    [r] = read_benchmark_file(_write(tmp_path, "e.json", json.dumps(d)), system="s")
+    assert r.engine == engine
+
+
+def test_a_trtllm_bench_run_one_request_at_a_time_needs_no_concurrency(tmp_path):
+    d = json.loads(TRTLLM.read_text())
+    d["world_info"]["max_batch_size"] = 1
+    d["request_info"]["avg_num_concurrent_requests"] = 0.998
+    [r] = read_benchmark_file(_write(tmp_path, "bs1.json", json.dumps(d)), system="s")
+    assert r.concurrency == 1

@@ -93,7 +93,8 @@ def test_measurements_for_no_serving_job_are_a_warning_not_silence(tmp_path, pla
     ((TRTLLM, "--system", "h100-sxm-x1"), "this run averaged 62.8 requests in flight)\n    To fix: pass --concurrency N"),
     ((SGLANG, "--system", "h100-sxm-x1"), f"{SGLANG}:1: precision is not recorded in this sglang file\n"
                                            "    To fix: pass --precision bf16|fp8|int8|int4|fp4"),
-    ((GENAI, "--system", "h100-sxm-x1"), "tp is not recorded in this genai-perf file\n    To fix: pass --tp N"),
+    ((GENAI, "--system", "h100-sxm-x1"), "tp and precision are not recorded in this genai-perf file\n"
+                                          "    To fix: pass --tp N and --precision bf16|fp8|int8|int4|fp4"),  # at once
     ((VLLM, "--system", "h100-sxm-x9"), f"{VLLM}: unknown system 'h100-sxm-x9'"),
     ((VLLM, "--system", "h100-sxm-x1", "--model", "llama-9"), "--model: unknown model 'llama-9'"),
 ])
@@ -153,3 +154,12 @@ def test_report_prints_error_per_row_the_median_and_the_factor_per_accelerator(t
     assert factors["h100-sxm"][1:] == ["2", "2.000", "0.0%", "0.500", "0.0%"]
     assert factors["a100-80gb"][1:] == ["1", "1.000", "0.0%", "-", "-"]
     assert "model,system" not in r.out  # --report alone prints no CSV
+
+
+def test_a_run_with_failed_requests_is_written_with_a_warning(tmp_path, plan_cli):
+    d = json.loads(VLLM.read_text())
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(dict(d, completed=300, failed=20, total_input_tokens=307200, total_output_tokens=76800)))
+    r = plan_cli("calibrate", run, "--system", "h100-sxm-x1", "-o", tmp_path / "m.csv")
+    assert r.code == 0, r.err
+    assert f"warning: {run}: 20 of 320 requests failed: its means are over the 300 that completed" in r.err

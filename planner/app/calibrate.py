@@ -40,7 +40,7 @@ from planner.physics.calibration import default
 
 def read_rows(files: list[Path], catalog, *, model: str | None = None, system: str | None = None,
               tp: int | None = None, precision: str | None = None, engine: str | None = None,
-              concurrency: int | None = None) -> list[Measurement]:
+              concurrency: int | None = None, warnings: list[str] | None = None) -> list[Measurement]:
     """Every row of the files in order: benchmark results (the flags fill what a run lacks) and
     measurements CSVs (complete already). Names are checked against the catalog (exit 2 at file:line)."""
     if model is not None and model.lower() not in catalog.models:
@@ -51,7 +51,7 @@ def read_rows(files: list[Path], catalog, *, model: str | None = None, system: s
             rows += parse_measurements(read_text(path, "measurements CSV"), str(path))
             continue
         for r in read_benchmark_file(path, model=model and model.lower(), system=system, tp=tp,
-                                     precision=precision, engine=engine, concurrency=concurrency):
+                                     precision=precision, engine=engine, concurrency=concurrency, warnings=warnings):
             mid = _catalog_model(r.model, catalog.models)
             if mid is None:
                 raise InputError(Problem(f"model '{r.model}' is not a catalog model", r.where,

@@ -76,8 +76,11 @@ def run_calibrate(req: CalibrateRequest) -> None:
 
     check_output(req.output, req.force, req.files)  # before reading anything
     catalog = load_catalog(*req.catalog_paths)
+    warnings: list[str] = []  # the rows' caveats (failed requests, speculative decoding), on stderr
     rows = read_rows(req.files, catalog, model=req.model, system=req.system, tp=req.tp, precision=req.precision,
-                     engine=req.engine, concurrency=req.concurrency)
+                     engine=req.engine, concurrency=req.concurrency, warnings=warnings)
+    for w in warnings:
+        typer.echo(f"warning: {w}", err=True)
     if req.output is not None or not req.report:
         buf = io.StringIO()
         write_measurements_csv(rows, buf)
