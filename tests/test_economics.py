@@ -705,3 +705,13 @@ def test_a_part_day_marketplace_rental_says_the_capacity_may_not_be_there_tomorr
     assert row["tier"] == "marketplace"
     assert "only 12 h a day: that assumes the capacity is given back each day" in plan["summary"]
     assert "a marketplace host promises no capacity at all" in plan["summary"]
+
+
+def test_a_price_worked_out_from_an_assumption_is_an_estimate_too(tmp_path):
+    # the expert review: a plan buying MI325X nodes (catalog source 'derived: 8 x $17k MI325X
+    # (ASSUMPTION: no public price found ...)') did not say its price was assumed
+    chat = {**SMALL_CHAT, "concurrent_users": 200}
+    policy = {"acquisition": ["buy"], "redundancy": "none", "accelerators": ["mi325x"]}
+    _, plan = _plan(tmp_path, _doc("amd", {"ownership": "on-prem"}, policy, [chat]), explain="none")
+    assert plan["fleet"][0]["offer"] == "mi325x-x8-buy-oem"
+    assert "It rests on estimated prices, not quotes: mi325x-x8-buy-oem (buy)" in plan["summary"]

@@ -45,6 +45,8 @@ def advise(s: Scenario, cat: Catalog) -> None:
                  "requests)")
         _rl_tokens(i, job)
         _history(i, job, s)
+        _units(i, job)
+        _default_context(i, job)
     unused_measurements(s)
 
 
@@ -72,6 +74,44 @@ def _history(i: int, job, s: Scenario) -> None:
              f"{request:,}: if that is a conversation's history, a hosted API bills it again on every turn while "
              "a replica keeps it cached; set history_tokens to the earlier turns each request sends (the API's price "
              "rises, self-hosting's does not)")
+
+
+GROWTH_WORDS_ABOVE, TTFT_WORDS_ABOVE_S, RUN_TOKENS_BELOW = 1.0, 60.0, 1e6
+"""values a unit slip writes (an expert review): growth_per_year 5 meant as 5% (read as 500% a year),
+max_ttft_s 500 meant as milliseconds, a training run of 1,000 tokens meant as a trillion"""
+
+
+def _units(i: int, job) -> None:
+    """Note values that plan but read as a unit slip: growth above 100% a year, a first-token limit
+    above a minute, a fine-tune or pretraining run of under a million tokens."""
+    g = job.growth_per_year
+    if g > GROWTH_WORDS_ABOVE:
+        note(f"warning: jobs.{i}.growth_per_year ({job.name}) is {g:g}: demand grows {g:.0%} a year (x{1 + g:g}); "
+             "it is a fraction: write 0.05 for 5% a year")
+    ttft = getattr(job, "max_ttft_s", None)
+    if ttft and ttft > TTFT_WORDS_ABOVE_S:
+        note(f"warning: jobs.{i}.max_ttft_s ({job.name}) is {ttft:g} s ({ttft / 60:.1f} minutes) to the first token: "
+             "it is in seconds; write 0.5 for 500 ms")
+    key = {"finetune": "dataset_tokens", "pretrain": "training_tokens"}.get(getattr(job, "stage", ""))
+    if key and getattr(job, key) < RUN_TOKENS_BELOW:
+        note(f"warning: jobs.{i}.{key} ({job.name}) is {getattr(job, key):,.0f} tokens, a run of moments; it counts "
+             "tokens, not thousands or billions of them: write 1e9 for a billion, 1e12 for a trillion")
+
+
+def _default_context(i: int, job) -> None:
+    """Note a serve job that sets its requests' sizes but not context_tokens, where the default
+    conversation (4,096 tokens of KV a user) is twice one request or more: a stateless request (an API
+    call, a RAG query) holds only its own tokens, and the same traffic written as a request_mix is
+    sized so (an expert review: $224,256 against $107,744 a year for 400 users of 500 + 150 tokens)."""
+    if getattr(job, "stage", None) != "serve" or job.request_mix or "context_tokens" in job.model_fields_set \
+            or "input_tokens" not in job.model_fields_set:
+        return
+    request = job.input_tokens + job.output_tokens
+    if job.context_tokens >= 2 * request:
+        note(f"note: jobs.{i} ({job.name}) sets no context_tokens, so each user holds the default {job.context_tokens:,} "
+             f"tokens of KV cache (a conversation's history), {job.context_tokens / request:.1f}x one request's "
+             f"{request:,}; for stateless requests (an API call, a RAG query) set context_tokens: {request}, which "
+             "may need fewer GPUs")
 
 
 RL_TRAIN_OVER_GENERATED = (0.1, 8.0)

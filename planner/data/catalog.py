@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -88,12 +89,19 @@ class System(Row):
 
 
 UNQUOTED = ("ESTIMATE", "ASSUMPTION")
-"""how a catalog row's source starts where no public price or quote stands behind it"""
+"""the words, in capitals, a catalog row's source carries where no public price or quote stands
+behind its price: at its start ('ESTIMATE: ...') or where the price is worked out ('derived: 8 x $17k
+MI325X (ASSUMPTION: no public price found ...)', '$6.0/GPU-h x 4; ESTIMATE: no public TPU7x price');
+a lower-case '(estimate: ...)' qualifies something else, such as max_systems"""
+_UNQUOTED = re.compile(r"\b(?:" + "|".join(UNQUOTED) + r")\b")
 
 
 def unquoted(source: str | None) -> bool:
-    """A price whose source says it is a catalog estimate or assumption, not a published price."""
-    return str(source or "").upper().startswith(UNQUOTED)
+    """A price whose source says it is a catalog estimate or assumption, not a published price (an
+    expert review: a plan buying $334k a year of MI325X nodes on an assumed price said nothing, as
+    the row's source began 'derived:')."""
+    s = str(source or "")
+    return s.upper().startswith(UNQUOTED) or _UNQUOTED.search(s) is not None
 
 
 class Offer(Row):

@@ -198,8 +198,8 @@ class ServeJob(JobBase):
     def _tokens(self):
         if self.kv_precision is None:
             self.kv_precision = "fp8" if self.precision in ("fp8", "fp4") else "bf16"
-        if self.input_tokens is None:
-            self.input_tokens = max(1, self.context_tokens // 8)
+        if self.input_tokens is None:  # (a default: the field stays unset, as context_tokens's below)
+            object.__setattr__(self, "input_tokens", max(1, self.context_tokens // 8))
         elif ("context_tokens" not in self.model_fields_set
               and self.history_tokens + self.input_tokens + self.output_tokens > self.context_tokens):
             # sizes given, context not: the KV holds one request and the history before it (a 12,000-token

@@ -77,6 +77,8 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
         bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
                  "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
         hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
+        if clean and clean[-1] in FRACTIONS:  # (an expert review wrote growth_per_year: 50 for 50%)
+            hint += f" ({clean[-1]} is a fraction: 0.5 is 50%)"
     elif kind == "literal_error":
         expected = str(err.get("ctx", {}).get("expected", "")).replace(" or ", ", ")
         close = difflib.get_close_matches(str(err.get("input")), [x.strip(" '") for x in expected.split(",")], n=1, cutoff=0.6)
@@ -110,6 +112,9 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
     return Problem(f"{field_path}: {msg}", at, hint)
 
 
+FRACTIONS = ("growth_per_year", "discount_rate", "support_fraction_per_year", "share", "active_fraction",
+             "price_decline_per_year", "resale_fraction")
+"""fields whose value is a fraction (0.05 for 5%), said where a percentage written as such is refused"""
 SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9}
 """thousands, millions, billions: what '32K' or '1.5M' means where a plain number is asked"""
 

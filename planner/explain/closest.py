@@ -44,6 +44,13 @@ def _serve_closest(job, d, m, s, cat, opts) -> tuple[str, dict] | None:
     tps, _, acc, sid, tp, pp, _ = fast
     if tps < target:
         new = math.floor(tps * 10) / 10
+        if not rl and "max_tpot_ms" in job.model_fields_set:  # (the user wrote the target as a latency: say it so)
+            ms = math.ceil(1000 / tps * 100) / 100
+            return (f"no accelerator reaches {job.max_tpot_ms:g} ms per token (TPOT) on {m.id} at {job.precision}: "
+                    f"the fastest is {acc} ({sid}, TP{tp} PP{pp}) at {1000 / tps:,.2f} ms per token",
+                    {"family": "target", "constraint": f"jobs.{job.name}.max_tpot_ms", "current": job.max_tpot_ms,
+                     "suggested": ms, "message": f"raise jobs.{job.name}.max_tpot_ms to at least {ms:,.2f}, or use "
+                                                 "a lower precision"})
         return (f"no accelerator reaches {target:,g} tok/s per user on {m.id} at {job.precision}: the fastest is "
                 f"{acc} ({sid}, TP{tp} PP{pp}) at {tps:,.1f} tok/s per user",
                 {"family": "target", "constraint": field, "current": target, "suggested": new,
