@@ -715,3 +715,44 @@ def test_a_price_worked_out_from_an_assumption_is_an_estimate_too(tmp_path):
     _, plan = _plan(tmp_path, _doc("amd", {"ownership": "on-prem"}, policy, [chat]), explain="none")
     assert plan["fleet"][0]["offer"] == "mi325x-x8-buy-oem"
     assert "It rests on estimated prices, not quotes: mi325x-x8-buy-oem (buy)" in plan["summary"]
+
+
+def test_an_n_plus_1_pool_splits_its_cost_by_the_pool_s_use(tmp_path):
+    # the expert review: a used H100 node bought beside the owned ones (the pool's N+1 spare) was
+    # charged whole to the one LoRA job that used 2 of its GPUs a few hours a month ($141,230 a year);
+    # the pool's systems are one pool, so every job pays the pool's cost by its accelerator-hours
+    serve = {"name": "assistant", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8",
+             "concurrent_users": 420, "context_tokens": 8192, "input_tokens": 1500, "output_tokens": 300,
+             "min_tokens_per_s_per_user": 20}
+    lora = {"name": "monthly-lora", "stage": "finetune", "model": "llama-3.3-70b", "method": "lora",
+            "dataset_tokens": 1e8, "runs_per_year": 12, "max_hours_per_run": 24}
+    policy = {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1", "accelerators": ["h100-sxm"]}
+    doc = _doc("pool", {"ownership": "on-prem", "power_usd_per_kwh": 0.09}, policy, [serve, lora],
+               owned=[{"system": "h100-sxm-x8", "count": 2}])
+    _, plan = _plan(tmp_path, doc)
+    pool = sum(f["cost_usd_per_year"] for f in plan["fleet"])
+    assert {f["offer"] for f in plan["fleet"]} == {"h100-sxm-x8-owned", "h100-sxm-x8-buy-secondary-market"}
+    hours = {j["name"]: sum(p["replicas"] * p["accelerators_per_replica"] * (
+        p["hours_per_run"] * 12 if p.get("hours_per_run") else 8760) for p in j["placements"]) for j in plan["jobs"]}
+    for j in plan["jobs"]:
+        assert j["cost_usd_per_year"] == pytest.approx(pool * hours[j["name"]] / sum(hours.values()), rel=1e-3)
+    assert next(j for j in plan["jobs"] if j["name"] == "monthly-lora")["cost_usd_per_year"] < 0.01 * pool
+
+
+def test_the_next_best_fleet_keeps_the_systems_already_owned(tmp_path):
+    # the expert review: 'next-best fleet without h100-sxm-x8' dropped the 4 nodes the company owns
+    # and priced 10 new servers; what is held is sunk, so the next best goes without buying more
+    serve = {"name": "assistant", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8",
+             "concurrent_users": 420, "context_tokens": 8192, "input_tokens": 1500, "output_tokens": 300,
+             "min_tokens_per_s_per_user": 20}
+    policy = {"acquisition": ["buy"], "stacks": ["cuda"], "redundancy": "n+1"}
+    doc = _doc("nb", {"ownership": "on-prem", "power_usd_per_kwh": 0.09}, policy, [serve],
+               owned=[{"system": "h100-sxm-x8", "count": 2}])
+    _, plan = _plan(tmp_path, doc, explain="full")
+    nb = plan["next_best"]
+    assert plan["fleet"][0]["offer"] == "h100-sxm-x8-buy-secondary-market"
+    assert (nb["excluded_systems"], nb["kept_owned"]) == (["h100-sxm-x8"], 2)
+    assert {f["offer"]: f["systems"] for f in nb["fleet"]}["h100-sxm-x8-owned"] == 2
+    assert not any(f["system"] == "h100-sxm-x8" and not f.get("owned") for f in nb["fleet"])
+    assert nb["message"].startswith("next-best fleet without more h100-sxm-x8 (keeping the 2 you own): ")
+    assert nb["cost_delta_usd_per_year"] > 0

@@ -9,6 +9,7 @@ import textwrap
 
 from planner.cli.render import headline
 from planner.cli.render_years import fleet_summary
+from planner.data.catalog import OWNED_PROVIDER
 from planner.data.money import hours_text, unit_cost_text, usd
 
 MAX_LINES = 25
@@ -27,7 +28,8 @@ def _wrap(text: str, width: int, indent: str = "", limit: int | None = None) -> 
 
 
 def _placement(p: dict, shared: set, more: int) -> str:
-    what = f"{p['replicas']:,} replica(s) of {p['accelerators_per_replica']}x {p['accelerator']} ({p['acquisition']}"
+    how = "owned" if p.get("provider") == OWNED_PROVIDER else p["acquisition"]  # (the expert review read '(buy)')
+    what = f"{p['replicas']:,} replica(s) of {p['accelerators_per_replica']}x {p['accelerator']} ({how}"
     what += ", shared)" if (p.get("part"), p.get("offer")) in shared else ")"
     if p.get("users_per_replica"):
         what += f", {p['users_per_replica']:,} users each"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from planner.data import colocation, deadline
-from planner.data.catalog import is_held
+from planner.data.catalog import OWNED_PROVIDER, is_held
 from planner.data.money import listed
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
@@ -195,7 +195,9 @@ def explain_placements(plan: dict, s, cat) -> None:
             job["traffic"] = traffic
         if together := colocation.reason(job, s, cat):
             job["colocation"] = together
-        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat)
+        held = {p["system"] for p in job["placements"] if p["provider"] == OWNED_PROVIDER}  # (N+1: one pool, one cost)
+        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat, s.policy.redundancy == "n+1" and any(
+            f["system"] in held and f["acquisition"] == "buy" and f["provider"] != OWNED_PROVIDER for f in plan["fleet"]))
     plan["summary"] = _summary(plan, s)
 
 

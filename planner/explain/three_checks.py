@@ -1,8 +1,8 @@
 """The physical story of each job, in words with numbers (no solver here).
 
 - placement_reason: why one placement is sized as it is (memory, bandwidth, compute, latency...).
-- three_checks: the seeds' checks before signing: the regime of the job (which lever speeds it up),
-  "run it" (the exact model, precision, parallelism and stack to benchmark), and the unit cost.
+- three_checks: the seeds' checks before signing: the job's regime (which lever speeds it up), "run it"
+  (the model, precision, parallelism and stack to benchmark), and the unit cost.
 - summary: the plan in one paragraph, for a purchase memo.
 """
 
@@ -33,8 +33,7 @@ def _part(job, key: str | None):
 
 
 def traffic_reason(job) -> str | None:
-    """A serve job given as requests_per_s: its Little's law conversion to concurrent users, per
-    request size (data.jobs.serve_parts: the formula the demand rows use)."""
+    """A serve job given as requests_per_s: its Little's law users per request size (data.jobs.serve_parts)."""
     if getattr(job, "requests_per_s", None) is None:
         return None
     ttft = job.max_ttft_s or 0.0
@@ -214,11 +213,11 @@ def _layout(p: dict) -> str:
 API_ONLY = " at the API's token prices"
 
 
-def _included(job: dict) -> str:
-    """What the unit cost holds: owned systems' capital, power and hosting; rentals' or an API's prices."""
+def _included(job: dict, pooled: bool = False) -> str:
+    """What the unit cost holds: capital, power and hosting; rentals' or an API's prices (pooled: bought in its N+1 pool)."""
     kinds = {"api" if p["acquisition"] == "api" else "held" if p["provider"] == OWNED_PROVIDER else
              "owned" if p["acquisition"] == "buy" else "rented"
-             for p in job["placements"]} | ({"api"} if job.get("api") else set())
+             for p in job["placements"]} | ({"api"} if job.get("api") else set()) | ({"owned"} if pooled else set())
     words = {"owned": "capital, power and hosting", "held": "power and hosting (no capital: systems you own)",
              "rented": "the rental prices", "api": "the API's token prices"}
     if {"owned", "held"} <= kinds:  # (not "capital, power and hosting and power and hosting": the second review)
@@ -227,8 +226,8 @@ def _included(job: dict) -> str:
     return API_ONLY if kinds == {"api"} else f" at the planned batch, {held} included"
 
 
-def _unit_cost(job: dict, spec) -> str:
-    included = _included(job)
+def _unit_cost(job: dict, spec, pooled: bool = False) -> str:
+    included = _included(job, pooled)
     text = (unit_cost_text(job["unit_cost"]) or "no unit cost (nothing served)") + included
     if spec.stage == "serve" and spec.active_fraction == 1 and job["unit_cost"].get("usd_per_million_tokens") \
             and included != API_ONLY:  # (an API's price per token does not change with the load)
@@ -250,7 +249,7 @@ def _rl_loop(job: dict) -> str:
             "does (verl's one-step-off-policy recipe); a synchronous loop would leave each idle while the other runs")
 
 
-def three_checks(job: dict, spec, cat) -> dict:
+def three_checks(job: dict, spec, cat, pooled: bool = False) -> dict:
     """Regime, run it, unit cost: the seeds' checks before signing, for one job of the plan."""
     regimes, runs = [], []
     for p in job["placements"]:
@@ -270,7 +269,7 @@ def three_checks(job: dict, spec, cat) -> dict:
         runs.append(f"send {a['users_served']:g} concurrent users' requests for {spec.model} to {a['provider']} "
                     f"({a['offer']}) and measure tok/s per user and time to first token against "
                     f"{spec.min_tokens_per_s_per_user:g} tok/s" + (f" and {spec.max_ttft_s:g} s" if spec.max_ttft_s else ""))
-    return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job, spec)}
+    return {"regime": "; ".join(regimes) or "-", "run_it": "; ".join(runs) or "-", "unit_cost": _unit_cost(job, spec, pooled)}
 
 
 def summary(plan: dict, s) -> str:
@@ -303,6 +302,7 @@ def summary(plan: dict, s) -> str:
         within = max(1.0, (plan["solver"].get("gap") or 0.0) * plan["total_cost_usd_per_year"])
         least = nb.get("cost_delta_at_least_usd_per_year")
         more = f"${delta:,.0f}" if least is None or least >= delta - 0.5 else f"${max(least, 0.0):,.0f} to ${delta:,.0f}"
+        more = f"up to {more}" if least is None and "at most " in nb["message"] else more  # (a re-plan stopped short)
         text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs {more} more per year." if delta > 0 else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap."
                  if -delta <= within else

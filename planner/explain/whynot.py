@@ -31,6 +31,13 @@ from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
 from planner.data.years import year_caps
 from planner.explain import batch
+from planner.explain.restricted import (  # noqa: F401 (only_on, jobs_on, accelerators_with_options: read as whynot's)
+    accelerators_with_options,
+    jobs_on,
+    only_on,
+    without_acquisition,
+    without_new,
+)
 from planner.explain.replan import (
     MAX_NODES,
     Variant,
@@ -67,32 +74,15 @@ def force_rows(acc: str):
     return lambda fm: [pulp.lpSum(force_terms(fm, acc)) >= 1]
 
 
-def without_systems(opts, systems: set[str]):
-    """Options with every configuration on the given system types removed."""
-    def drop(lists: dict) -> dict:
-        return {dk: [o for o in lst if o.system not in systems] for dk, lst in lists.items()}
-    return dataclasses.replace(opts, serve=drop(opts.serve), batch=drop(opts.batch), edge=drop(opts.edge))
 
 
-def accelerators_with_options(opts) -> set[str]:
-    return {o.accelerator for lists in (opts.serve, opts.batch, opts.edge) for lst in lists.values() for o in lst}
+def leading_row(plan: dict) -> dict | None:
+    """The plan's costliest fleet row that it acquires (not a system already owned): the system type
+    (or hosted API) the next-best fleet goes without; None where the plan holds only what is owned."""
+    return next((f for f in plan["fleet"] if not f.get("owned")), None)
 
 
-def only_on(opts, acc: str):
-    """Options where every demand that has configurations on `acc` keeps only those (its hosted
-    API offers too are left out: it runs on `acc`, not on someone's endpoint)."""
-    def keep(lists: dict) -> dict:
-        return {dk: ([o for o in lst if o.accelerator == acc] if any(o.accelerator == acc for o in lst) else lst)
-                for dk, lst in lists.items()}
-    moved = set(jobs_on(opts, acc))
-    return dataclasses.replace(opts, serve=keep(opts.serve), batch=keep(opts.batch), edge=keep(opts.edge),
-                               api={dk: offers for dk, offers in opts.api.items() if dk not in moved})
 
-
-def jobs_on(opts, acc: str) -> list[str]:
-    """The demands that can run on `acc`."""
-    return sorted(dk for lists in (opts.serve, opts.batch, opts.edge) for dk, lst in lists.items()
-                  if any(o.accelerator == acc for o in lst))
 
 
 def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
@@ -156,10 +146,11 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
     if before is not None:
         return before + [_forced(a, fm.options, (kept or {}).get(a)) for a in forced]
     out = []
-    if plan["fleet"] and plan["fleet"][0]["acquisition"] == "api":  # the next best hosts it itself
+    lead = leading_row(plan)
+    if lead is not None and lead["acquisition"] == "api":  # the next best hosts it itself
         out.append(Variant(("next",), options=dataclasses.replace(fm.options, api={})))
-    elif plan["fleet"]:
-        out.append(Variant(("next",), options=without_systems(fm.options, {plan["fleet"][0]["system"]})))
+    elif lead is not None:
+        out.append(Variant(("next",), options=without_new(fm.options, lead["system"])))
     mode = leading_mode(plan, s, fm.options)
     if mode:
         out.append(Variant(("mode", mode), options=without_acquisition(fm.options, mode)))
@@ -328,12 +319,11 @@ MODE_WORDS = {"buy": "buying", "on-demand": "renting on demand", "spot": "spot r
 
 
 def leading_mode(plan: dict, s, opts) -> str | None:
-    """The acquisition mode of the plan's costliest fleet row, where some job may use an offer of
-    another mode and that row is not a system already owned (nor a hosted API: the next best hosts
-    it itself)."""
-    if not plan["fleet"]:
+    """The acquisition mode of the plan's costliest fleet row it acquires (leading_row), where some job
+    may use an offer of another mode (not a hosted API's: the next best hosts it itself)."""
+    top = leading_row(plan)
+    if top is None:
         return None
-    top = plan["fleet"][0]
     o = opts.offers.get(top["offer"])
     if top["acquisition"] not in MODE_WORDS or o is None or is_held(o):
         return None
@@ -342,21 +332,22 @@ def leading_mode(plan: dict, s, opts) -> str | None:
     return top["acquisition"] if other else None  # (no other mode any job may use: nothing to re-plan)
 
 
-def without_acquisition(opts, mode: str):
-    """Options whose demands may use no offer acquired as `mode` (the rest as they are)."""
-    eligible = {dk: [oid for oid in lst if opts.offers[oid].acquisition != mode] for dk, lst in opts.eligible.items()}
-    return dataclasses.replace(opts, eligible=eligible, by_system={})
-
 
 def next_best(plan: dict, outcomes: dict) -> dict | None:
-    """The cheapest fleet without the plan's costliest system type (its hosted API)."""
+    """The cheapest fleet without the plan's costliest system type it acquires (leading_row; its hosted
+    API), the systems of that type already owned kept."""
     got = outcomes.get(("next",))
     if got is None:
         return None
-    systems = [plan["fleet"][0]["system"]]
-    if plan["fleet"][0]["acquisition"] == "api":
-        systems = [f"{plan['fleet'][0]['provider']}'s hosted API"]
-    return _next(plan, got, ", ".join(systems), {"excluded_systems": systems}, "next-best fleet")
+    lead = leading_row(plan)
+    systems = [lead["system"]]
+    if lead["acquisition"] == "api":
+        api = f"{lead['provider']}'s hosted API"
+        return _next(plan, got, api, {"excluded_systems": [api]}, "next-best fleet")
+    held = sum(f["systems"] for f in plan["fleet"] if f.get("owned") and f["system"] == lead["system"])
+    without = f"more {lead['system']} (keeping the {held} you own)" if held else lead["system"]
+    return _next(plan, got, without, {"excluded_systems": systems, **({"kept_owned": held} if held else {})},
+                 "next-best fleet")
 
 
 def next_mode(plan: dict, outcomes: dict) -> dict | None:

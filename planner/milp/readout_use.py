@@ -74,9 +74,12 @@ def usage_of(fm, res, t: int) -> dict[str, dict[str, float]]:
 
 def cost_shares(fm, values: dict[str, float], use: dict[str, dict[str, float]], t: int) -> dict[str, dict[str, float]]:
     """usage_of's answer as the weights an offer's cost is split between demands by:
-    - an owned offer whose systems serve nothing in year t but its N+1 pool's spare (model.spare_pool:
-      the owned systems already held beside those bought) is split as its pool's offers are, by their
-      summed use;
+    - under N+1, an owned offer of a pool of several offers (model.spare_pool: the systems already
+      held beside those bought, one spare among them) is split as the pool is, by its offers' summed
+      use: the systems are one pool and its spare is the serving jobs', wherever it sits (an expert
+      review: a used H100 node bought in year 3, the pool's spare, was charged whole to the one
+      LoRA run that used 2 of its GPUs 9 h a month, $141,230 a year; an owned offer serving nothing
+      but the spare was already split so);
     - an offer rented by the hour, where no pool shares rentals, by the system-hours each demand
       rents (rentals.system_hours): each pays for its own systems, its N+1 spare and the accelerators
       its replicas strand included (three models on AWS H100 x8 nodes: the 8B job, 2 GPUs busy on two
@@ -85,10 +88,13 @@ def cost_shares(fm, values: dict[str, float], use: dict[str, dict[str, float]], 
     for oid, by in rented_system_hours(fm, values, t).items():
         out[oid] = by
     for (oid, tt) in sorted(fm.held_terms):
-        if tt != t or sum(use.get(oid, {}).values()) > 0 or not fm.u:
+        if tt != t or not fm.u:
             continue
+        offers = fm.spare_pool_offers(fm.spare_pool(oid, t))
+        if len(offers) < 2:
+            continue  # (a pool of one offer: its own use)
         pooled: dict[str, float] = defaultdict(float)
-        for other in fm.spare_pool_offers(fm.spare_pool(oid, t)):
+        for other in offers:
             for dk, hours in use.get(other, {}).items():
                 pooled[dk] += hours
         if pooled:

@@ -139,9 +139,9 @@ def check_job_costs(plan: dict, fleet: dict, s: Scenario, cat: Catalog, v: Verif
 def _cost_shares(fleet: dict, s: Scenario, cat: Catalog, ledger: Ledger) -> dict[str, dict[str, float]]:
     """Offer -> part -> accelerator-hours, the weights of each offer's cost: an offer rented by the
     hour that no pool shares weighs the systems each part rents (its replicas' systems rounded up,
-    its N+1 spare, whole systems per batch run) x their hours; under N+1 an owned offer used by
-    nothing, held as its pool's spare (colocation.spare_pool_of), weighs as the pool's used offers
-    together; any other offer, the accelerator-hours each part uses."""
+    its N+1 spare, whole systems per batch run) x their hours; under N+1 the owned offers of one
+    pool (colocation.spare_pool_of: one system type at the site, one spare among them) weigh as the
+    pool's offers together; any other offer, the accelerator-hours each part uses."""
     out = {oid: dict(use) for oid, use in ledger.usage.items() if sum(use.values()) > 0}
     spare = 1 if s.policy.redundancy == "n+1" else 0
     for oid in fleet:
@@ -168,7 +168,7 @@ def _cost_shares(fleet: dict, s: Scenario, cat: Catalog, ledger: Ledger) -> dict
             for k, h in out.get(oid, {}).items():
                 pooled[k] = pooled.get(k, 0.0) + h
         for oid in oids:
-            if oid not in out and pooled:
+            if pooled:
                 out[oid] = pooled
     return out
 
