@@ -18,10 +18,9 @@ import math
 
 from planner.data import colocation, deadline
 from planner.data.catalog import OWNED_PROVIDER, is_held
-from planner.data.money import listed
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
-from planner.explain import replan, splits, whynot, whynot_limits
+from planner.explain import fleet_notes, replan, splits, whynot, whynot_limits
 from planner.explain import three_checks as runit
 from planner.explain.replanned import cap_rows, row, target_rows
 
@@ -159,8 +158,11 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
             shared = ("" if len(held) < 2 or not opened else
                       f"; one system kept free as the N+1 spare among the {sum(held.values()):g} {system.id} at its site "
                       f"({', '.join(f'{n:g} {o}' for o, n in held.items())})")
-            busy = f"; {used:g} of {per} accelerators busy at peak{stranded}" + (
-                f", {spare:g} kept free as the N+1 spare" if spare else shared)
+            runs = max((p["replicas"] * p["accelerators_per_replica"] for j in plan["jobs"] for p in j["placements"]
+                        if p["offer"] == oid and p.get("hours_per_run")), default=0)  # (batch: the hours rows hold them)
+            busy = (f"; {used:g} of {per} accelerators busy {'serving ' if runs else ''}at peak{stranded}"
+                    + (f", {spare:g} kept free as the N+1 spare" if spare else shared)
+                    + (f"; batch runs take {runs:g} at a time, in the hours serving leaves" if runs else ""))
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
             tail = (f"; you own {n} (the scenario's owned)" if is_held(o) else
@@ -203,39 +205,8 @@ def explain_placements(plan: dict, s, cat) -> None:
 
 def _summary(plan: dict, s) -> str:
     """The recommendation's paragraph (three_checks.summary) and what it may overstate."""
-    return runit.summary(plan, s) + _rented_apart(plan, s)
+    return runit.summary(plan, s) + fleet_notes.rented_apart(plan, s) + fleet_notes.many_types(plan, s)
 
-
-def _rented_apart(plan: dict, s) -> str:
-    """' 'chat', 'code' and 'embed' rent h100-sxm-x8 (aws) apart: ...' where parts that do not pool
-    (policy.pool_jobs false; an RL job's rollouts) rent the same offer by the hour for the same hours a
-    day, each in whole systems of its own, and sharing them would take fewer: the plan says by how much
-    (in systems, and dollars at the row's mean cost per system) it may overstate (three models on AWS
-    H100 x8 nodes with N+1 and pool_jobs false rent 6, where their replicas fit 3 with one spare)."""
-    busy: dict[tuple, dict[str, int]] = {}
-    hours = {j.name: getattr(j, "hours_per_day", 24) for j in s.jobs}
-    for job in plan["jobs"]:
-        for p in job["placements"]:
-            if p["acquisition"] in ("on-demand", "spot") and p.get("users_per_replica") and not p.get("pool") \
-                    and not p.get("disaggregated"):
-                by = busy.setdefault((p["offer"], hours[job["name"]]), {})
-                by[job["name"]] = by.get(job["name"], 0) + p["replicas"] * p["accelerators_per_replica"]
-    fleet, spare, out = {f["offer"]: f for f in plan["fleet"]}, int(s.policy.redundancy == "n+1"), []
-    for (oid, _), by in sorted(busy.items()):
-        f = fleet.get(oid)
-        if len(by) < 2 or f is None or not f["systems"]:
-            continue
-        per = f["accelerators"] // f["systems"]
-        apart = sum(math.ceil(n / per) + spare for n in by.values())
-        together = math.ceil(sum(by.values()) / per) + spare
-        if apart > together:
-            each = f["cost_usd_per_year"] / f["systems"]
-            out.append(f"{listed([repr(j) for j in by])} rent {f['system']} ({f['provider']}) apart, {apart} systems "
-                       f"where their replicas' {sum(by.values())} accelerators fit {together} shared"
-                       + (" with one N+1 spare" if spare else "") + f" (about {usd(each * (apart - together))} a year less)")
-    why = "policy.pool_jobs is false" if not s.policy.pool_jobs else "an RL job's rollouts rent their own"
-    return (" " + "; ".join(out) + f": jobs that do not pool ({why}) each rent systems of their own; systems "
-            "bought or reserved are shared by every job.") if out else ""
 
 
 LEVELS = ("none", "brief", "full")
