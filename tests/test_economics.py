@@ -715,6 +715,16 @@ def test_a_price_worked_out_from_an_assumption_is_an_estimate_too(tmp_path):
     _, plan = _plan(tmp_path, _doc("amd", {"ownership": "on-prem"}, policy, [chat]), explain="none")
     assert plan["fleet"][0]["offer"] == "mi325x-x8-buy-oem"
     assert "It rests on estimated prices, not quotes: mi325x-x8-buy-oem (buy)" in plan["summary"]
+    from planner.cli.render import fleet_notes
+    assert any(n.startswith("Price not quoted: mi325x-x8-buy-oem (buy, oem) is a catalog assumption as of ")
+               for n in fleet_notes(plan))  # (it read 'a catalog derived')
+    # bought over the default 1-year horizon of a 5-year life: the yearly cost is the first year's resale loss
+    f = plan["fleet"][0]
+    assert (f"Bought for a 1-year horizon: the yearly cost nets off a sale when it ends, ${f['residual_value_usd']:,.0f} "
+            f"for the ${f['purchase_usd']:,.0f} paid") in plan["summary"]
+    assert "set horizon_years to the years you will run them, or policy.end_of_horizon: keep." in plan["summary"]
+    _, kept = _plan(tmp_path, _doc("amd2", {"ownership": "on-prem"}, {**policy, "end_of_horizon": "keep"}, [chat]))
+    assert "Bought for a" not in kept["summary"]
 
 
 def test_an_n_plus_1_pool_splits_its_cost_by_the_pool_s_use(tmp_path):

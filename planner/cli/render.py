@@ -9,7 +9,7 @@ import math
 
 from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
-from planner.data.catalog import OWNED_PROVIDER, unquoted
+from planner.data.catalog import OWNED_PROVIDER, unquoted, unquoted_kind
 from planner.data.money import unit_cost_text, usd
 from planner.physics import costs
 
@@ -48,9 +48,8 @@ def fleet_notes(plan: dict) -> list[str]:
     for f in plan["fleet"]:
         source = str(f.get("price_source") or "")
         if unquoted(source):
-            what = source.split(" ", 1)[0].strip("(:").upper()
             out.append(f"Price not quoted: {f['offer']} ({f['acquisition']}, {f['provider']}) is a catalog "
-                       f"{what.lower()} as of {f['price_as_of']}, not a public price; get a quote before acting on "
+                       f"{unquoted_kind(source)} as of {f['price_as_of']}, not a public price; get a quote before acting on "
                        "this plan, and put it in with --catalog (a CSV of your offers)")
     return out
 

@@ -89,19 +89,22 @@ class System(Row):
 
 
 UNQUOTED = ("ESTIMATE", "ASSUMPTION")
-"""the words, in capitals, a catalog row's source carries where no public price or quote stands
-behind its price: at its start ('ESTIMATE: ...') or where the price is worked out ('derived: 8 x $17k
-MI325X (ASSUMPTION: no public price found ...)', '$6.0/GPU-h x 4; ESTIMATE: no public TPU7x price');
+"""the words, in capitals, a row's source carries where no public price stands behind its price: at its
+start ('ESTIMATE: ...') or where the price is worked out ('derived: 8 x $17k MI325X (ASSUMPTION: ...)');
 a lower-case '(estimate: ...)' qualifies something else, such as max_systems"""
 _UNQUOTED = re.compile(r"\b(?:" + "|".join(UNQUOTED) + r")\b")
 
 
+def unquoted_kind(source: str | None) -> str | None:
+    """'estimate' or 'assumption': the first UNQUOTED word of a source (at its start in any case); None if neither."""
+    m = re.match(r"(?:" + "|".join(UNQUOTED) + r")\b", str(source or "").upper()) or _UNQUOTED.search(str(source or ""))
+    return m.group(0).lower() if m else None
+
+
 def unquoted(source: str | None) -> bool:
-    """A price whose source says it is a catalog estimate or assumption, not a published price (an
-    expert review: a plan buying $334k a year of MI325X nodes on an assumed price said nothing, as
-    the row's source began 'derived:')."""
-    s = str(source or "")
-    return s.upper().startswith(UNQUOTED) or _UNQUOTED.search(s) is not None
+    """A price whose source says it is a catalog estimate or assumption, not a published price (an expert
+    review: a plan buying MI325X nodes on an assumed price said nothing, the source beginning 'derived:')."""
+    return unquoted_kind(source) is not None
 
 
 class Offer(Row):

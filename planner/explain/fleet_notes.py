@@ -1,6 +1,7 @@
-"""Sentences about the fleet's shape that the plan's summary ends with (narrative._summary): where
-parts that do not pool rent one offer apart, and where the fleet mixes many system types whose
-running costs the scenario does not price."""
+"""Sentences about the fleet that the plan's summary ends with (narrative._summary): where parts
+that do not pool rent one offer apart, where the fleet mixes many system types whose running costs
+the scenario does not price, and where systems bought are sold when a horizon shorter than their
+life ends."""
 
 from __future__ import annotations
 
@@ -57,3 +58,28 @@ def rented_apart(plan: dict, s) -> str:
     why = "policy.pool_jobs is false" if not s.policy.pool_jobs else "an RL job's rollouts rent their own"
     return (" " + "; ".join(out) + f": jobs that do not pool ({why}) each rent systems of their own; systems "
             "bought or reserved are shared by every job.") if out else ""
+
+
+EARLY_SHARE = 0.5
+"""a horizon at most this share of a bought system's useful life is 'early' (sold_early): 1 or 2 years of a
+4-5-year server; 3 years of 5 (bank.yaml) is a plan's considered term"""
+
+
+def sold_early(plan: dict, s, cat) -> str:
+    """' Bought for a 1-year horizon: ...' where a one-period plan buys systems and sells them when a
+    horizon shorter than their useful life ends (policy.end_of_horizon sell, the default): the yearly
+    cost is then the first years' loss on resale, which a reader takes for what owning them costs a
+    year (an expert review: a $196,000 server planned at $184,633 a year over the default 1 year)."""
+    horizon = plan.get("horizon_years") or 1
+    if "years" in plan or s.policy.end_of_horizon == "keep":
+        return ""
+    early = [f for f in plan["fleet"] if f.get("residual_value_usd") and f.get("purchase_usd")
+             and f.get("sold_after_years", horizon) >= horizon
+             and horizon <= EARLY_SHARE * (cat.offers[f["offer"]].useful_life_years or 0 if f["offer"] in cat.offers else 0)]
+    if not early:
+        return ""
+    paid, back = sum(f["purchase_usd"] for f in early), sum(f["residual_value_usd"] for f in early)
+    life = max(cat.offers[f["offer"]].useful_life_years for f in early)
+    return (f" Bought for a {horizon:g}-year horizon: the yearly cost nets off a sale when it ends, {usd(back)} for "
+            f"the {usd(paid)} paid ({back / paid:.0%}), so it carries the steep early years of a {life:g}-year life; "
+            "set horizon_years to the years you will run them, or policy.end_of_horizon: keep.")

@@ -200,12 +200,13 @@ def explain_placements(plan: dict, s, cat) -> None:
         held = {p["system"] for p in job["placements"] if p["provider"] == OWNED_PROVIDER}  # (N+1: one pool, one cost)
         job["checks"] = runit.three_checks(job, jobs[job["name"]], cat, s.policy.redundancy == "n+1" and any(
             f["system"] in held and f["acquisition"] == "buy" and f["provider"] != OWNED_PROVIDER for f in plan["fleet"]))
-    plan["summary"] = _summary(plan, s)
+    plan["summary"] = _summary(plan, s, cat)
 
 
-def _summary(plan: dict, s) -> str:
+def _summary(plan: dict, s, cat) -> str:
     """The recommendation's paragraph (three_checks.summary) and what it may overstate."""
-    return runit.summary(plan, s) + fleet_notes.rented_apart(plan, s) + fleet_notes.many_types(plan, s)
+    return (runit.summary(plan, s) + fleet_notes.rented_apart(plan, s) + fleet_notes.many_types(plan, s)
+            + fleet_notes.sold_early(plan, s, cat))
 
 
 
@@ -256,7 +257,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
-    plan["summary"] = _summary(plan, s)
+    plan["summary"] = _summary(plan, s, cat)
 
 
 EXPLAIN_SHARE = 1.0
@@ -359,4 +360,4 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
-    plan["summary"] = _summary(plan, s)
+    plan["summary"] = _summary(plan, s, cat)
