@@ -264,7 +264,7 @@ def test_summary_says_when_purchases_are_paid(annual):
     paid = [y for y in annual["years"] if y["capex_usd"] > 0]
     assert len(paid) >= 2  # (annual-budget buys in two years)
     assert "up front" not in annual["summary"]
-    assert "on average over 3 years (purchases paid " in annual["summary"]
+    assert "on average over 3 years (the fleet named is year 3's; purchases paid " in annual["summary"]
     for y in paid:
         assert f"${y['capex_usd']:,.0f} in year {y['year']}" in annual["summary"]
 

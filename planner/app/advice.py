@@ -106,7 +106,7 @@ def _default_context(i: int, job) -> None:
     if getattr(job, "stage", None) != "serve" or job.request_mix or "context_tokens" in job.model_fields_set \
             or "input_tokens" not in job.model_fields_set:
         return
-    request = job.input_tokens + job.output_tokens
+    request = job.history_tokens + job.input_tokens + job.output_tokens  # (a conversation's history is its own)
     if job.context_tokens >= 2 * request:
         note(f"note: jobs.{i} ({job.name}) sets no context_tokens, so each user holds the default {job.context_tokens:,} "
              f"tokens of KV cache (a conversation's history), {job.context_tokens / request:.1f}x one request's "

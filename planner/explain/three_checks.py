@@ -279,9 +279,8 @@ def summary(plan: dict, s) -> str:
     text += f": ${plan['total_cost_usd_per_year']:,.0f} per year all-in"
     if plan.get("years"):  # the final year's fleet; purchases paid when made
         paid = [f"${y['capex_usd']:,.0f} in year {y['year']}" for y in plan["years"] if y["capex_usd"] > 0]
-        text += f" on average over {len(plan['years'])} years"
-        if paid:
-            text += f" (purchases paid {listed(paid)})"
+        text += f" on average over {len(plan['years'])} years (the fleet named is year {plan['years'][-1]['year']}'s"
+        text += f"; purchases paid {listed(paid)})" if paid else ")"
     elif purchase := sum((f["purchase_usd"] or 0.0) + f.get("paid_upfront_usd", 0.0) for f in plan["fleet"]):
         text += f" (${purchase:,.0f} up front)"  # (purchases and reservations paid up front)
     text += "." + (_earlier(plan) if plan.get("years") else "")

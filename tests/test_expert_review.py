@@ -1,0 +1,41 @@
+"""An expert review's wording findings: a price per more user names that year's request rate, and
+a job the budget leaves unserved is not priced at $0 a user."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+
+def _plan(plan_cli, tmp_path, doc: dict) -> dict:
+    path = tmp_path / f"{doc['name']}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = plan_cli(path, "--format", "json", "--explain", "brief")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def _row(plan: dict, constraint: str) -> str:
+    return next(x["message"] for x in plan["explanations"] if x["constraint"] == constraint)
+
+
+def test_the_price_of_one_more_user_names_that_years_request_rate(plan_cli, tmp_path):
+    # it read 'its 2 requests a second hold 1,188 at once': 2 was year 1's rate, 1,188 year 4's users
+    job = {"name": "chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "requests_per_s": 2,
+           "input_tokens": 1000, "output_tokens": 200, "context_tokens": 1200, "min_tokens_per_s_per_user": 25,
+           "growth_per_year": 1.0}
+    plan = _plan(plan_cli, tmp_path, {"name": "rate", "horizon_years": 3, "site": {"ownership": "cloud"},
+                                      "policy": {"acquisition": ["on-demand"]}, "jobs": [job]})
+    assert "one more concurrent user (its 8 requests a second in year 3 hold " in _row(plan, "jobs.chat.requests_per_s")
+
+
+def test_a_job_the_budget_leaves_unserved_is_not_priced_at_nothing(plan_cli, tmp_path):
+    job = {"name": "assistant", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8", "concurrent_users": 300,
+           "min_tokens_per_s_per_user": 20}
+    plan = _plan(plan_cli, tmp_path, {"name": "maxcov", "site": {"ownership": "cloud"},
+                                      "policy": {"acquisition": ["on-demand"], "accelerators": ["h100-sxm"]},
+                                      "budget": {"usd_per_year": 1000, "mode": "max-coverage"}, "jobs": [job]})
+    msg = _row(plan, "jobs.assistant.concurrent_users")
+    assert msg == ("one more concurrent user on 'assistant' would go unserved, as 300 do already: the plan serves 0 of "
+                   "300 needed (see what binds: the budget or a cap)")
