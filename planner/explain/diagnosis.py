@@ -59,9 +59,20 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
             relax.append({"family": "options", "constraint": d.key,
                           "message": "relax the job's targets (speed, TTFT, deadline), its precision, "
                                      "or the policy's allowed acquisition modes, providers and stacks"})
-        for acc, why in sorted(reasons.items())[:40]:
-            lines.append(f"  {acc}: {why}")
+        alike: dict[str, list[str]] = {}
+        for acc, why in sorted(reasons.items()):
+            alike.setdefault(why, []).append(acc)
+        for acc, why in sorted(reasons.items())[:40]:  # (GROUP_AT or more for one reason: one line, as the why-not table)
+            if len(alike[why]) < GROUP_AT:
+                lines.append(f"  {acc}: {why}")
+            elif acc == alike[why][0]:
+                lines.append(f"  {len(alike[why])} accelerators: {why} [{', '.join(alike[why])}]")
     return Diagnosis("\n".join(lines), relax)
+
+
+GROUP_AT = 4
+"""accelerators ruled out for one and the same reason listed as one line (the why-not table's rule,
+cli/render.GROUP_AT: an edge job's infeasible answer listed 36 data-centre accelerators one by one)"""
 
 
 def _carriers(d: Demand, s: Scenario, cat, device: str | None = None) -> set[str]:

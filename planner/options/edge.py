@@ -35,6 +35,8 @@ def edge_config(job: EdgeJob, m, acc, system: System, demand: str) -> tuple[Edge
     if est.tokens_per_s_per_user < job.min_tokens_per_s:
         return None, f"{est.tokens_per_s_per_user:.1f} tok/s ({est.regime}-bound), below {job.min_tokens_per_s:g}"
     if job.max_power_w and power_w > job.max_power_w:
-        return None, f"draws {power_w:.0f} W, above the {job.max_power_w:g} W limit"
+        return None, (f"draws {power_w:.0f} W at its rated power, above the {job.max_power_w:g} W limit (a module with "
+                      "lower power modes is planned at its top one: what a lower mode costs in speed is not modelled; "
+                      "measure it there, or raise max_power_w)")
     return EdgeOption(demand, system.id, acc.id, est.tokens_per_s_per_user, est.memory_gb_per_accelerator,
                       est.memory_gb_capacity, power_w, est.regime), ""
