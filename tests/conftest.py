@@ -107,7 +107,7 @@ def shipped_plan(name: str, explain: bool | str = True):
     from planner.data.scenario import load_scenario
 
     s = load_scenario(SCENARIOS / name)
-    level = "full" if explain is True else explain
+    level = "full" if explain is True else "none" if explain is False else explain  # (False and "none": one plan)
     return s, _once_per_run(f"{name}-{level}", lambda: plan_scenario(s, explain=level))
 
 

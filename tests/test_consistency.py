@@ -299,7 +299,7 @@ def test_edge_units_support_is_support_not_capital():
     from planner.data.catalog import load_catalog
     from planner.physics import costs
 
-    s, plan = shipped_plan("choose-go.yaml", False)
+    s, plan = shipped_plan("choose-go.yaml")  # (the session's full plan: explanations do not change the fleet)
     (row,) = [f for f in plan["fleet"] if f["offer"] == "jetson-agx-thor-x1-buy-nvidia"]
     o = load_catalog().offers[row["offer"]]
     capital = costs.capital_usd_per_year(o, s.policy.discount_rate, s.horizon_years)

@@ -73,14 +73,14 @@ def test_two_options_cut_off_the_fractional_mix():
     assert any(sum(c * lp_point[v] for c, v in cut) < rhs - 1e-6 for rhs, cut in cuts)
 
 
-def _lp_and_plan(s, with_cuts: bool, monkeypatch) -> tuple[float, float]:
+def _lp_and_plan(s, with_cuts: bool, monkeypatch, plan: bool = True) -> tuple[float, float | None]:
     if not with_cuts:
         monkeypatch.setattr(covers, "mir", lambda terms, b: [])
     with deadline.budget(120):
         cat, opts = planning.prepare(s)
         fm = fleet.build(s, cat, opts)
         lp = solve(fm, time_limit_s=60, mip=False)
-    return lp.objective, make_plan(s, explain=False)["total_cost_usd_per_year"]
+    return lp.objective, make_plan(s, explain=False)["total_cost_usd_per_year"] if plan else None
 
 
 def test_the_lp_bound_rises_and_the_plan_stays_at_the_enumerated_optimum(monkeypatch):
@@ -88,8 +88,8 @@ def test_the_lp_bound_rises_and_the_plan_stays_at_the_enumerated_optimum(monkeyp
                   serve("docs", 60, context=32768, precision="bf16")], N1)
     expected = n_plus_1_brute_force(s)
     lp_cut, plan_cut = _lp_and_plan(s, True, monkeypatch)
-    lp_row, plan_row = _lp_and_plan(s, False, monkeypatch)
-    assert plan_cut == pytest.approx(expected, rel=1e-6) and plan_row == pytest.approx(expected, rel=1e-6)
+    lp_row, _ = _lp_and_plan(s, False, monkeypatch, plan=False)  # (planned without the cuts, CBC took 10 s to the same)
+    assert plan_cut == pytest.approx(expected, rel=1e-6)
     assert lp_row < lp_cut <= expected * (1 + 1e-9)
 
 

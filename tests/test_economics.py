@@ -365,13 +365,13 @@ FORGERIES = [
 
 @pytest.mark.parametrize("name", sorted({f[0] for f in FORGERIES}))
 def test_the_plans_with_the_new_keys_verify_unforged(name):
-    s, plan = shipped_plan(name, False)
+    s, plan = shipped_plan(name)  # (the session's full plan: the verifier reads the plan, not its explanations)
     assert verify(plan, s, resolve(s)).ok
 
 
 @pytest.mark.parametrize("name,label,mutate", FORGERIES, ids=[f"{f[0]}:{f[1]}" for f in FORGERIES])
 def test_a_forged_economics_key_is_caught(name, label, mutate):
-    s, plan = shipped_plan(name, False)
+    s, plan = shipped_plan(name)  # (the session's full plan: the verifier reads the plan, not its explanations)
     forged = copy.deepcopy(plan)
     mutate(forged)
     result = verify(forged, s, resolve(s))

@@ -240,15 +240,15 @@ def test_a_why_not_bound_below_the_plans_cost_claims_nothing():
             assert a["cost_delta_usd_per_year"] > 0 and "costs at least" in a["reason"]
 
 
-@pytest.mark.parametrize("name, note, layout", [
-    ("choose-go.yaml", "modelled as expert parallelism", "EP{tp} with data-parallel attention"),
-    ("long-prompts.yaml", "disaggregated", "disaggregated: "),
+@pytest.mark.parametrize("name, level, note, layout", [  # (the levels other tests plan these at: cached)
+    ("choose-go.yaml", "full", "modelled as expert parallelism", "EP{tp} with data-parallel attention"),
+    ("long-prompts.yaml", "none", "disaggregated", "disaggregated: "),
 ])
-def test_run_it_names_the_layout_the_plan_depends_on(name, note, layout):
+def test_run_it_names_the_layout_the_plan_depends_on(name, level, note, layout):
     """A MoE replica planned with expert parallelism and data-parallel attention holds its batch
     only so laid out, and a disaggregated one runs prefill and decode workers: the 'run it' line
     says so, not a plain TP that would not hold the batch."""
-    plan = shipped_plan(name, explain="none")[1]
+    plan = shipped_plan(name, explain=level)[1]
     found = 0
     for job in plan["jobs"]:
         for p in job["placements"]:

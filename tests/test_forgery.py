@@ -23,7 +23,7 @@ def _plan(name: str):
         s = load_scenario(SCENARIOS / name)
         plan = make_multiyear_plan(s, explain=False)  # (the verifier checks the plan, not its explanations)
     else:
-        s, plan = shipped_plan(name, False)
+        s, plan = shipped_plan(name)  # (the session's full plan: the verifier reads the plan, not its explanations)
     return s, plan, resolve(s)
 
 

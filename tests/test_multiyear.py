@@ -36,8 +36,8 @@ jobs:
 """
 
 
-def _plan_json(plan_cli, path):
-    res = plan_cli(path, "--format", "json")
+def _plan_json(plan_cli, path, explain: str = "none"):
+    res = plan_cli(path, "--format", "json", "--explain", explain)  # (explanations only where a test reads them)
     assert res.code == 0, res.err
     return json.loads(res.out)
 
@@ -226,7 +226,7 @@ def test_max_coverage_why_not_never_prices_the_coverage_weight(tmp_path, plan_cl
     accelerator is worse, with no dollar figure; the re-planned ones carry their plan's real cost."""
     path = tmp_path / "coverage.yaml"
     path.write_text(WIDE_COVERAGE.replace("GROWTH", growth))
-    plan = _plan_json(plan_cli, path)
+    plan = _plan_json(plan_cli, path, "full")
     assert bool(plan.get("years")) == bool(growth)
     assert any(j["unserved"] for j in plan["jobs"])  # the budget leaves some demand unserved
     by_basis = {}

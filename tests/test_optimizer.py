@@ -46,7 +46,7 @@ def plan(s: Scenario) -> dict:
 
 
 def shipped(name: str) -> tuple[Scenario, dict]:
-    return shipped_plan(name, explain=False)
+    return shipped_plan(name)  # (the session's full plan, which the contract tests plan too)
 
 
 # --- independent check -----------------------------------------------------------------------------
