@@ -39,3 +39,23 @@ def test_a_job_the_budget_leaves_unserved_is_not_priced_at_nothing(plan_cli, tmp
     msg = _row(plan, "jobs.assistant.concurrent_users")
     assert msg == ("one more concurrent user on 'assistant' would go unserved, as 300 do already: the plan serves 0 of "
                    "300 needed (see what binds: the budget or a cap)")
+
+
+def test_a_plan_that_self_hosts_what_an_api_could_serve_prices_the_all_api_fleet(plan_cli, tmp_path):
+    # the startup's question (API or self-host?) had no API-only figure beside a self-hosted plan
+    job = {"name": "chat", "stage": "serve", "model": "qwen3-32b", "precision": "fp8", "concurrent_users": 300,
+           "input_tokens": 1000, "output_tokens": 400, "context_tokens": 1400, "min_tokens_per_s_per_user": 25}
+    path = tmp_path / "api.yaml"
+    path.write_text(yaml.safe_dump({"name": "api", "site": {"ownership": "cloud"},
+                                    "policy": {"acquisition": ["api", "on-demand"]}, "jobs": [job]}, sort_keys=False))
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    assert any(p.get("users_per_replica") for p in plan["jobs"][0]["placements"])  # it self-hosts
+    api = plan["api_fleet"]
+    assert api["fleet"] and all(f["acquisition"] == "api" for f in api["fleet"]) and api["excluded_systems"] == []
+    assert api["cost_delta_usd_per_year"] > 0
+    assert api["message"].startswith("cheapest fleet without self-hosting what an API serves: ")
+    assert f"The {api['message']}." in plan["summary"]
+    text = plan_cli(path)
+    assert f"On hosted APIs: {api['message']}" in " ".join(text.out.split())  # (the text wraps at the terminal)

@@ -276,7 +276,8 @@ def explanation_faults(plan: dict) -> list[str]:
     base = plan["total_cost_usd_per_year"]
     floor = base * (1 - plan["solver"]["gap"]) - max(1.0, 1e-6 * base)
     out = []
-    for key, what in (("next_best", "next-best fleet"), ("next_best_acquisition", "other acquisition's fleet")):
+    for key, what in (("next_best", "next-best fleet"), ("next_best_acquisition", "other acquisition's fleet"),
+                      ("api_fleet", "all-API fleet")):
         nb = plan.get(key) or {}  # (one that serves fewer users says so: unserved_jobs)
         if nb.get("cost_usd_per_year") is not None and nb["cost_usd_per_year"] < floor and not nb.get("unserved_jobs"):
             out.append(f"{what} ${nb['cost_usd_per_year']:,.0f}/yr below the plan's bound ${floor:,.0f}")

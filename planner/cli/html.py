@@ -209,8 +209,9 @@ def _explanation(plan: dict) -> list[str]:
         out.append("</ul>")
     if plan.get("next_best"):
         out.append(f"<h2>Next-best fleet</h2><p>{_e(plan['next_best']['message'])}</p>")
-    if plan.get("next_best_acquisition"):
-        out.append(f"<p>{_e(plan['next_best_acquisition']['message'])}</p>")
+    for key in ("next_best_acquisition", "api_fleet"):
+        if plan.get(key):
+            out.append(f"<p>{_e(plan[key]['message'])}</p>")
     if plan.get("alternatives") is not None:
         out += ["<h2>Why not the other accelerators</h2>",
                 _table(alternative_rows(plan), ALTERNATIVE_COLUMNS, ALTERNATIVE_HEADERS)]

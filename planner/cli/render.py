@@ -181,6 +181,9 @@ def _explanation_lines(plan: dict, markdown: bool, width: int | None = None) -> 
     if plan.get("next_best_acquisition"):
         said = plan["next_best_acquisition"]["message"]
         lines += ([said[0].upper() + said[1:], ""] if markdown else [f"Other acquisition: {said}", ""])
+    if plan.get("api_fleet"):
+        said = plan["api_fleet"]["message"]
+        lines += ([said[0].upper() + said[1:], ""] if markdown else [f"On hosted APIs: {said}", ""])
     return lines
 
 

@@ -178,6 +178,10 @@ class Plan(BaseModel):
         "the cheapest fleet without the acquisition mode of the plan's costliest row (buying, renting on demand, "
         "a reservation): the rent-or-buy answer beside the plan; only with --explain full, where the policy allows "
         "another mode and that row is not a system already owned")
+    api_fleet: NextBest = absent(
+        "the cheapest fleet with every serving job a hosted API may take on APIs (self-hosting it left out): the "
+        "API-or-self-host answer beside the plan; only with --explain full, where the policy allows api and the plan "
+        "self-hosts some of what an API could serve")
     next_best: NextBest | None = absent("the next-best distinct fleet; null when not evaluated "
                                            "(single-period, explained plans)")
 

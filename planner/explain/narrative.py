@@ -261,6 +261,8 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
+    if (apis := whynot.api_fleet(plan, outcomes)) is not None:
+        plan["api_fleet"] = apis
     plan["summary"] = _summary(plan, s, cat)
 
 
@@ -364,4 +366,6 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     plan["next_best"] = whynot.next_best(plan, outcomes)
     if (other := whynot.next_mode(plan, outcomes)) is not None:
         plan["next_best_acquisition"] = other
+    if (apis := whynot.api_fleet(plan, outcomes)) is not None:
+        plan["api_fleet"] = apis
     plan["summary"] = _summary(plan, s, cat)

@@ -43,3 +43,11 @@ def without_acquisition(opts, mode: str):
     """Options whose demands may use no offer acquired as `mode` (the rest as they are)."""
     eligible = {dk: [oid for oid in lst if opts.offers[oid].acquisition != mode] for dk, lst in opts.eligible.items()}
     return dataclasses.replace(opts, eligible=eligible, by_system={})
+
+
+def api_only(opts):
+    """Options where every demand a hosted API may take (options.api) may use no offer of its own:
+    what putting all such serving on APIs costs, beside the plan (the startup's 'API or self-host'
+    question, the expert review); batch work and demands no API serves keep their offers."""
+    eligible = {dk: ([] if opts.api.get(dk) else lst) for dk, lst in opts.eligible.items()}
+    return dataclasses.replace(opts, eligible=eligible, by_system={})

@@ -307,9 +307,9 @@ def summary(plan: dict, s) -> str:
                  if -delta <= within else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs ${-delta:,.0f} less per year: the plan above "
                  "is not the cheapest its model holds (report the scenario).")
-    other = plan.get("next_best_acquisition") or {}
-    if (other.get("cost_delta_usd_per_year") or 0) > 0 and not other.get("unserved_jobs"):
-        text += f" The {other['message']}."
+    for other in (plan.get("next_best_acquisition") or {}, plan.get("api_fleet") or {}):  # (rent or buy; API or not)
+        if (other.get("cost_delta_usd_per_year") or 0) > 0 and not other.get("unserved_jobs"):
+            text += f" The {other['message']}."
     text += _idle_owned(plan, s) + _part_day_rentals(plan, s) + _estimated(plan)
     binding = [e for e in plan.get("explanations", []) if e["binding"] and e["family"] in ("power", "budget", "redundancy")]
     if binding:

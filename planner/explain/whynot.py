@@ -33,6 +33,7 @@ from planner.data.years import year_caps
 from planner.explain import batch
 from planner.explain.restricted import (  # noqa: F401 (only_on, jobs_on, accelerators_with_options: read as whynot's)
     accelerators_with_options,
+    api_only,
     jobs_on,
     only_on,
     without_acquisition,
@@ -154,6 +155,9 @@ def variants_for(plan: dict, s, cat, fm: FleetModel, forced: list[str], kept: di
     mode = leading_mode(plan, s, fm.options)
     if mode:
         out.append(Variant(("mode", mode), options=without_acquisition(fm.options, mode)))
+    hosted = _api_jobs(fm)  # (jobs an API may take that the plan runs on systems, in part or whole)
+    if any(p.get("users_per_replica") for j in plan["jobs"] if j["name"] in hosted for p in j["placements"]):
+        out.append(Variant(("api",), options=api_only(fm.options)))
     if s.site.power_cap_kw is not None:
         out.append(Variant(("cap", "power"), s.model_copy(update={"site": s.site.model_copy(
             update={"power_cap_kw": None})}), lifted=True))
@@ -348,6 +352,20 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
     without = f"more {lead['system']} (keeping the {held} you own)" if held else lead["system"]
     return _next(plan, got, without, {"excluded_systems": systems, **({"kept_owned": held} if held else {})},
                  "next-best fleet")
+
+
+def _api_jobs(fm) -> set[str]:
+    """The jobs some part of which a hosted API may take."""
+    return {fm.options.demands[dk].job for dk, offers in fm.options.api.items() if offers}
+
+
+def api_fleet(plan: dict, outcomes: dict) -> dict | None:
+    """The cheapest fleet with every serving job an API may take on hosted APIs (the ("api",) variant,
+    where the plan self-hosts some of it): the API-or-self-host answer beside the plan."""
+    got = outcomes.get(("api",))
+    if got is None:
+        return None
+    return _next(plan, got, "self-hosting what an API serves", {"excluded_systems": []}, "cheapest fleet")
 
 
 def next_mode(plan: dict, outcomes: dict) -> dict | None:
