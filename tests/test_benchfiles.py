@@ -328,7 +328,8 @@ def test_one_concurrency_for_a_sweep_over_request_rates_is_refused(tmp_path):
     with pytest.raises(BenchFileError) as e:
         read_benchmark_file(p, system="h100-sxm-x1", concurrency=64)
     assert e.value.line == 2 and e.value.what.startswith(
-        "2 runs of this file record no concurrency and ran at different loads (request_rate 1.0, 10.0)")
+        "runs that record no concurrency ran at different loads (request_rate 1.0, 10.0)")
+    assert "run plan calibrate once per load" in e.value.how_to_fix
     same = _write(tmp_path, "repeat.jsonl", "\n".join(json.dumps(dict(runs[0], mean_tpot_ms=x)) for x in (7.0, 7.2)))
     assert [r.concurrency for r in read_benchmark_file(same, system="h100-sxm-x1", concurrency=12)] == [12, 12]
     every = _write(tmp_path, "inf.json", json.dumps(dict(d, max_concurrency=None, request_rate="inf")))

@@ -163,3 +163,13 @@ def test_a_run_with_failed_requests_is_written_with_a_warning(tmp_path, plan_cli
     r = plan_cli("calibrate", run, "--system", "h100-sxm-x1", "-o", tmp_path / "m.csv")
     assert r.code == 0, r.err
     assert f"warning: {run}: 20 of 320 requests failed: its means are over the 300 that completed" in r.err
+
+
+def test_one_concurrency_for_open_loop_runs_of_two_files_at_different_rates_is_refused(tmp_path, plan_cli):
+    d = json.loads(VLLM.read_text())
+    runs = []
+    for rate in (2.0, 8.0):
+        runs.append(tmp_path / f"r{rate:g}.json")
+        runs[-1].write_text(json.dumps(dict(d, max_concurrency=None, request_rate=rate)))
+    r = plan_cli("calibrate", *runs, "--system", "h100-sxm-x1", "--concurrency", "16")
+    assert r.code == 2 and "ran at different loads (request_rate 2.0, 8.0)" in r.err, r.err

@@ -764,7 +764,7 @@ def test_the_next_best_fleet_keeps_the_systems_already_owned(tmp_path):
     assert (nb["excluded_systems"], nb["kept_owned"]) == (["h100-sxm-x8"], 2)
     assert {f["offer"]: f["systems"] for f in nb["fleet"]}["h100-sxm-x8-owned"] == 2
     assert not any(f["system"] == "h100-sxm-x8" and not f.get("owned") for f in nb["fleet"])
-    assert nb["message"].startswith("next-best fleet without more h100-sxm-x8 (keeping the 2 you own): ")
+    assert nb["message"].startswith("next-best fleet without more h100-sxm-x8 than the 2 you own: ")
     assert nb["cost_delta_usd_per_year"] > 0
 
 

@@ -27,7 +27,8 @@ def test_the_price_of_one_more_user_names_that_years_request_rate(plan_cli, tmp_
            "growth_per_year": 1.0}
     plan = _plan(plan_cli, tmp_path, {"name": "rate", "horizon_years": 3, "site": {"ownership": "cloud"},
                                       "policy": {"acquisition": ["on-demand"]}, "jobs": [job]})
-    assert "one more concurrent user (its 8 requests a second in year 3 hold " in _row(plan, "jobs.chat.requests_per_s")
+    assert "one more concurrent user (its 8 requests a second hold 64 at once) on 'chat' in year 3 " in _row(
+        plan, "jobs.chat.requests_per_s")  # (year 3's rate: 2 x 2 x 2)
 
 
 def test_a_job_the_budget_leaves_unserved_is_not_priced_at_nothing(plan_cli, tmp_path):

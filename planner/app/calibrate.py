@@ -46,12 +46,14 @@ def read_rows(files: list[Path], catalog, *, model: str | None = None, system: s
     if model is not None and model.lower() not in catalog.models:
         raise InputError(Problem(f"unknown model '{model}'", "--model", suggest(model, catalog.models, "models")))
     rows: list[Measurement] = []
+    filled: dict[str, int] = {}  # (the loads one --concurrency fills, across the files)
     for path in files:
         if path.suffix.lower() == ".csv":
             rows += parse_measurements(read_text(path, "measurements CSV"), str(path))
             continue
         for r in read_benchmark_file(path, model=model and model.lower(), system=system, tp=tp,
-                                     precision=precision, engine=engine, concurrency=concurrency, warnings=warnings):
+                                     precision=precision, engine=engine, concurrency=concurrency, warnings=warnings,
+                                     filled=filled):
             mid = _catalog_model(r.model, catalog.models)
             if mid is None:
                 raise InputError(Problem(f"model '{r.model}' is not a catalog model", r.where,

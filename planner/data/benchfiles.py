@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from planner.data.benchformats import READERS, BenchFileError, Ctx, _precision, detect
+from planner.data.benchformats import READERS, BenchFileError, Ctx, detect, precision_of
+from planner.data.money import listed
 from planner.data.measurements import Measurement
 
 __all__ = ["BenchFileError", "read_benchmark_file"]
@@ -78,15 +79,11 @@ def _items(text: str, items: list[dict[str, Any]]) -> list[tuple[int | None, dic
     return out
 
 
-def _and(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
 def _merge(c: Ctx, f: dict[str, Any], given: dict[str, Any]) -> None:
     """The keyword arguments into the run's fields: they fill what it lacks, replace the file's engine
     guess and its checkpoint name (kept as 'served'), and raise where they contradict it."""
     for key, value in given.items():
-        if key == "precision" and value is not None and not (value := _precision(value)):
+        if key == "precision" and value is not None and not (value := precision_of(value)):
             raise c.fail(f"precision {given['precision']!r} is not one the planner knows", f"pass {_FLAG[key]}")
         if value is None:
             continue
@@ -113,9 +110,9 @@ def _missing(c: Ctx, f: dict[str, Any], concurrency: int | None) -> None:
     what, how = [], []
     if absent:
         hints = [h for k in absent if (h := f.get("hint", {}).get(k))]
-        what.append(f"{_and(absent)} {'is' if len(absent) == 1 else 'are'} not recorded in this {c.fmt} file"
+        what.append(f"{listed(absent)} {'is' if len(absent) == 1 else 'are'} not recorded in this {c.fmt} file"
                     + (f" ({'; '.join(hints)})" if hints else ""))
-        how.append("pass " + _and([_FLAG[k] for k in absent]))
+        how.append("pass " + listed([_FLAG[k] for k in absent]))
     if "concurrency_missing" in f and concurrency is None:
         what.append(f["concurrency_missing"][0])
         how.append(f["concurrency_missing"][1])
@@ -125,7 +122,8 @@ def _missing(c: Ctx, f: dict[str, Any], concurrency: int | None) -> None:
 
 def read_benchmark_file(path: str | Path, *, model: str | None = None, system: str | None = None,
                         tp: int | None = None, precision: str | None = None, engine: str | None = None,
-                        concurrency: int | None = None, warnings: list[str] | None = None) -> list[Measurement]:
+                        concurrency: int | None = None, warnings: list[str] | None = None,
+                        filled: dict[str, int] | None = None) -> list[Measurement]:
     """Rows of a vLLM / SGLang / genai-perf / AIPerf / trtllm-bench result file, one per run, in file order.
 
     Values in the file win and keyword arguments fill what it lacks; a keyword contradicting the file
@@ -133,7 +131,8 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
     and only where the file's runs without one ran at one load (a sweep over request rates given one
     concurrency would make its runs one row each at the same key); ``model`` names the catalog model
     the run served and replaces the file's checkpoint name (such as a Hugging Face repo), which the
-    row's source keeps ("... served <name>"). Caveats go to ``warnings``, "FILE[:LINE]: ...".
+    row's source keeps ("... served <name>"). Caveats go to ``warnings``, "FILE[:LINE]: ...". ``filled``
+    (load -> runs) carries the loads --concurrency filled across the files of one command.
     """
     p = Path(path)
     try:
@@ -143,7 +142,7 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
                              "check the path; it must be a UTF-8 text file") from None
     given = {"model": model, "system": system, "tp": tp, "precision": precision, "engine": engine}
     rows: list[Measurement] = []
-    filled: dict[str, int] = {}  # the load of each run --concurrency fills in, and how many
+    filled = {} if filled is None else filled  # the load of each run --concurrency fills in, and how many
     for line, obj in _parse(p, text):
         c = Ctx(p, line, detect(obj))
         if c.fmt == "unknown":
@@ -156,10 +155,10 @@ def read_benchmark_file(path: str | Path, *, model: str | None = None, system: s
             f["concurrency"] = c.integer(concurrency, "--concurrency")
             filled[f.get("load", "")] = filled.get(f.get("load", ""), 0) + 1
             if len(filled) > 1:
-                raise c.fail(f"{sum(filled.values())} runs of this file record no concurrency and ran at different "
-                             f"loads (request_rate {', '.join(k for k in filled)}): one --concurrency would give them "
-                             "one key, and the plan the slowest", "calibrate closed-loop runs (--max-concurrency N), "
-                             "or put each run in a file of its own with its own --concurrency")
+                raise c.fail(f"runs that record no concurrency ran at different loads (request_rate "
+                             f"{', '.join(k for k in filled)}): one --concurrency would give them one key, and the plan "
+                             "the slowest", "calibrate closed-loop runs (--max-concurrency N), or run plan calibrate "
+                             "once per load with its own --concurrency")
         elif concurrency is not None and concurrency != f["concurrency"]:
             raise c.fail(f"concurrency given as {concurrency} but the file says {f['concurrency']}",
                          "drop --concurrency or correct the file")

@@ -98,7 +98,7 @@ def _dict(obj: Any) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {}
 
 
-def _precision(*names: Any) -> str | None:
+def precision_of(*names: Any) -> str | None:
     """First engine dtype/quantization name that maps to a planner precision ('auto' does not): the
     known names, then TensorRT-LLM's QuantAlgo pattern (_quant: W4A8_INT8 int4, W8A16 int8, ...)."""
     for n in names:
@@ -195,8 +195,8 @@ def serving(c: Ctx, o: dict[str, Any]) -> dict[str, Any]:
         guess = o.get("backend") if o.get("backend") in ("vllm", "sglang", "tgi", "lmdeploy") else None
         f.update(model=o.get("model_id"), system=md["system"], as_of=_date(o.get("date")),
                  tp=md["tensor_parallel_size"] or md["tp"], pp=md["pipeline_parallel_size"] or md["pp"],
-                 precision=_precision(md["precision"]), engine=_ENGINES.get(str(said).lower(), said) if said else guess,
-                 kv_precision=_precision(md["kv_precision"], md["kv_cache_dtype"]))
+                 precision=precision_of(md["precision"]), engine=_ENGINES.get(str(said).lower(), said) if said else guess,
+                 kv_precision=precision_of(md["kv_precision"], md["kv_cache_dtype"]))
         if isinstance(o.get("gpu"), str) and o["gpu"]:  # --metadata gpu=4xNVIDIA_L40S (a convention, not vLLM's key)
             f["hint"] = {"system": f"the run's --metadata gpu={o['gpu']}"}
     else:  # newest SGLang saves the server's arguments as server_info
@@ -208,8 +208,8 @@ def serving(c: Ctx, o: dict[str, Any]) -> dict[str, Any]:
                          "calibrate runs of an aggregated server (no --disaggregation-mode); the planner weighs "
                          "prefill/decode splits itself")
         f.update(model=si.get("model_path"), tp=si.get("tp_size"), pp=si.get("pp_size"),
-                 precision=_precision(si.get("quantization"), si.get("dtype")),
-                 kv_precision=_precision(si.get("kv_cache_dtype")),
+                 precision=precision_of(si.get("quantization"), si.get("dtype")),
+                 kv_precision=precision_of(si.get("kv_cache_dtype")),
                  engine="sglang" if si or str(o.get("backend")).startswith("sglang") else None)
     f["notes"] += _speculative(o, si)
     return f
@@ -282,7 +282,7 @@ def trtllm(c: Ctx, o: dict[str, Any]) -> dict[str, Any]:
         f[key] = round(c.metric({mean: value}, mean, "regenerate the report (request_info is written by every run)"))
     quant = eng.get("quantization")
     plain = quant is None or str(quant).strip().upper() in ("", "NO_QUANT", "NONE")
-    f["precision"] = _precision(eng.get("dtype")) if plain else _quant(quant)
+    f["precision"] = precision_of(eng.get("dtype")) if plain else _quant(quant)
     if "kv_cache_dtype" in eng:  # null: the cache is kept at the model's 16-bit dtype
         kv = eng["kv_cache_dtype"]
         f["kv_precision"] = "bf16" if kv is None or str(kv).strip().upper() in ("", "NO_QUANT", "NONE") \

@@ -77,7 +77,7 @@ def problem(err: dict, lines: Lines, where: str, root: type[BaseModel], stages: 
         bound = {"greater_than": ("above", "gt"), "greater_than_equal": ("at least", "ge"),
                  "less_than": ("below", "lt"), "less_than_equal": ("at most", "le")}[kind]
         hint = f"use a value {bound[0]} {ctx.get(bound[1])}"
-        if clean and clean[-1] in FRACTIONS:  # (an expert review wrote growth_per_year: 50 for 50%)
+        if clean and clean[-1] in FRACTIONS and kind in ("less_than", "less_than_equal"):  # (an expert review wrote growth_per_year: 50 for 50%)
             hint += f" ({clean[-1]} is a fraction: 0.5 is 50%)"
     elif kind == "literal_error":
         expected = str(err.get("ctx", {}).get("expected", "")).replace(" or ", ", ")

@@ -21,7 +21,7 @@ def many_types(plan: dict, s) -> str:
     CUDA and ROCm for a fine-tuning team whose next-best fleet cost $163 more)."""
     rows = [f for f in plan["fleet"] if f["acquisition"] != "api"]
     types, providers = {f["system"] for f in rows}, {f["provider"] for f in rows}
-    if len(types) < MANY_TYPES or s.policy.cost_per_system_type_usd_year:
+    if len(types) < MANY_TYPES or "cost_per_system_type_usd_year" in s.policy.model_fields_set:
         return ""
     return (f" The fleet mixes {len(types)} system types from {len(providers)} provider(s): each is its own images, "
             "drivers, spares and on-call runbook, which the plan does not price; set "

@@ -18,6 +18,7 @@ import math
 
 from planner.data import colocation, deadline
 from planner.data.catalog import OWNED_PROVIDER, is_held
+from planner.data.jobs import demand_factor
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
 from planner.explain import fleet_notes, replan, splits, whynot, whynot_limits
@@ -102,14 +103,14 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             cost = (f"costs nothing more until its planned replicas fill (they hold {holds:,.0f}, {room:,} more than "
                     f"the {need:,} needed); past that, {price}/yr" if room >= 1 and sr else f"costs {price}/yr")
             if not rl and job.requests_per_s is not None:  # (the UX review: a field in requests a second, priced per user)
-                rate = job.requests_per_s * need / max(fm.demand_at(dk, fm.first), 1e-9)  # (that year's: the review)
-                what_on = f"concurrent user (its {rate:,.3g} requests a second{when} hold {need:,} at once)"
+                rate = job.requests_per_s * demand_factor(job, fm.last)  # (that year's rate: the expert review)
+                what_on = f"concurrent user (its {rate:,.3g} requests a second hold {need:,} at once)"
             else:
                 what_on = what
             msg = (f"one more {what_on} on '{part}'{when} {cost} {RENTED_WORDS if dk in rented else held} (busy power, tokens or "
                    f"hourly rent for part of a replica); the plan serves {served:,.0f} of {need:,} needed"
                    f"{gap}{down}.{tail + what + '-year.' if tail else ''}{_by_year(short, dk)}")
-            if gap and not sr:  # (the review: "costs $0.00/yr ... serves 0 of 300": it would go unserved too)
+            if gap and sr is not None and sr <= 1e-9:  # (the review: "costs $0.00/yr ... serves 0 of 300": it would go unserved too)
                 msg = (f"one more {what_on} on '{part}'{when} would go unserved, as {need - served:,.0f} do already: the "
                        f"plan serves {served:,.0f} of {need:,} needed (see what binds: the budget or a cap)")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None

@@ -9,13 +9,17 @@ import dataclasses
 from planner.data.catalog import is_held
 
 
+def _keep(opts, keep):
+    """Options whose demands may use only the offers keep(demand, offer) allows (the rest as they are)."""
+    eligible = {dk: [oid for oid in lst if keep(dk, opts.offers[oid])] for dk, lst in opts.eligible.items()}
+    return dataclasses.replace(opts, eligible=eligible, by_system={})
+
+
 def without_new(opts, system: str):
     """Options whose demands may use no offer of `system` but the systems already owned (is_held):
     what is held is sunk, so the next-best fleet keeps it (an expert review: the next best without
     h100-sxm-x8 dropped the 4 nodes the company owns and bought 10 RTX PRO 6000 servers)."""
-    eligible = {dk: [oid for oid in lst if opts.offers[oid].system != system or is_held(opts.offers[oid])]
-                for dk, lst in opts.eligible.items()}
-    return dataclasses.replace(opts, eligible=eligible, by_system={})
+    return _keep(opts, lambda dk, o: o.system != system or is_held(o))
 
 
 def accelerators_with_options(opts) -> set[str]:
@@ -41,13 +45,11 @@ def jobs_on(opts, acc: str) -> list[str]:
 
 def without_acquisition(opts, mode: str):
     """Options whose demands may use no offer acquired as `mode` (the rest as they are)."""
-    eligible = {dk: [oid for oid in lst if opts.offers[oid].acquisition != mode] for dk, lst in opts.eligible.items()}
-    return dataclasses.replace(opts, eligible=eligible, by_system={})
+    return _keep(opts, lambda dk, o: o.acquisition != mode)
 
 
 def api_only(opts):
     """Options where every demand a hosted API may take (options.api) may use no offer of its own:
     what putting all such serving on APIs costs, beside the plan (the startup's 'API or self-host'
     question, the expert review); batch work and demands no API serves keep their offers."""
-    eligible = {dk: ([] if opts.api.get(dk) else lst) for dk, lst in opts.eligible.items()}
-    return dataclasses.replace(opts, eligible=eligible, by_system={})
+    return _keep(opts, lambda dk, o: not opts.api.get(dk))

@@ -26,7 +26,6 @@ import math
 import pulp
 
 from planner.data import deadline
-from planner.data.catalog import is_held
 from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
 from planner.data.years import year_caps
@@ -75,15 +74,10 @@ def force_rows(acc: str):
     return lambda fm: [pulp.lpSum(force_terms(fm, acc)) >= 1]
 
 
-
-
 def leading_row(plan: dict) -> dict | None:
     """The plan's costliest fleet row that it acquires (not a system already owned): the system type
     (or hosted API) the next-best fleet goes without; None where the plan holds only what is owned."""
     return next((f for f in plan["fleet"] if not f.get("owned")), None)
-
-
-
 
 
 def _forced(acc: str, opts, kept: tuple | None = None) -> Variant:
@@ -329,12 +323,11 @@ def leading_mode(plan: dict, s, opts) -> str | None:
     if top is None:
         return None
     o = opts.offers.get(top["offer"])
-    if top["acquisition"] not in MODE_WORDS or o is None or is_held(o):
+    if top["acquisition"] not in MODE_WORDS or o is None:
         return None
     other = any(opts.offers[oid].acquisition not in (top["acquisition"], "api")
                 for lst in opts.eligible.values() for oid in lst)
     return top["acquisition"] if other else None  # (no other mode any job may use: nothing to re-plan)
-
 
 
 def next_best(plan: dict, outcomes: dict) -> dict | None:
@@ -349,7 +342,7 @@ def next_best(plan: dict, outcomes: dict) -> dict | None:
         api = f"{lead['provider']}'s hosted API"
         return _next(plan, got, api, {"excluded_systems": [api]}, "next-best fleet")
     held = sum(f["systems"] for f in plan["fleet"] if f.get("owned") and f["system"] == lead["system"])
-    without = f"more {lead['system']} (keeping the {held} you own)" if held else lead["system"]
+    without = f"more {lead['system']} than the {held} you own" if held else lead["system"]
     return _next(plan, got, without, {"excluded_systems": systems, **({"kept_owned": held} if held else {})},
                  "next-best fleet")
 

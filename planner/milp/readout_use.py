@@ -90,11 +90,8 @@ def cost_shares(fm, values: dict[str, float], use: dict[str, dict[str, float]], 
     for (oid, tt) in sorted(fm.held_terms):
         if tt != t or not fm.u:
             continue
-        offers = fm.spare_pool_offers(fm.spare_pool(oid, t))
-        if len(offers) < 2:
-            continue  # (a pool of one offer: its own use)
         pooled: dict[str, float] = defaultdict(float)
-        for other in offers:
+        for other in fm.spare_pool_offers(fm.spare_pool(oid, t)):  # (a pool of one offer: its own use)
             for dk, hours in use.get(other, {}).items():
                 pooled[dk] += hours
         if pooled:

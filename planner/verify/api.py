@@ -14,11 +14,6 @@ from planner.data.scenario import Scenario
 from planner.verify.common import REL, USD, Ledger, Verification, close
 
 
-SHARE_ROUNDING = 0.5e-6
-"""the most a share written to 6 decimals (milp/readout_api.py) is off: 4 of 300 users on an API
-(0.013333) gave token figures 2.5e-5 above the rounded share's, and a planned scenario failed its check"""
-
-
 def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verification, ledger: Ledger) -> float:
     """Users of demand `part` the API rows serve (0 if none), after checking each row."""
     users = 0.0
@@ -40,7 +35,6 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                 f"{where}: a share of {share} serves {share * part.users:.3f} of {part.users} users, "
                 f"reported {r['users_served']}")
         served = share * part.users
-        slack = 1e-5 + SHARE_ROUNDING / max(share, 1e-12)  # (the share is written to 6 decimals: a small one moves)
         tps = output_tokens_per_s_per_user(job)  # (the speed target, or the request rate's share)
         out = served * tps * SECONDS_PER_HOUR * job.hours_per_day * DAYS_PER_YEAR * job.active_fraction
         requests = out / job.output_tokens
@@ -48,9 +42,9 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
         inp = requests * sent
         for key, want in (("output_tokens_per_year", out), ("input_tokens_per_year", inp),
                           ("requests_per_year", requests)):
-            v.check("costs", close(r[key], want, slack, 1.0), f"{where}: {key} {r[key]:,.0f}, the job gives {want:,.0f}")
+            v.check("costs", close(r[key], want, 1e-5, 1.0), f"{where}: {key} {r[key]:,.0f}, the job gives {want:,.0f}")
         usd = (out * a.usd_per_m_output_tokens + inp * a.usd_per_m_input_tokens) / 1e6
-        v.check("costs", close(r["cost_usd_per_year"], usd, slack, USD),
+        v.check("costs", close(r["cost_usd_per_year"], usd, 1e-5, USD),
                 f"{where}: ${r['cost_usd_per_year']:,.2f}/yr; its tokens at ${a.usd_per_m_input_tokens}/"
                 f"${a.usd_per_m_output_tokens} per M in/out cost ${usd:,.2f}")
         per_minute = served * tps * 60  # generated tokens a minute at the peak
@@ -58,7 +52,7 @@ def check_api(rows: list[dict], part, job, s: Scenario, cat: Catalog, v: Verific
                "input tokens": per_minute * sent / job.output_tokens,
                "requests": per_minute / job.output_tokens}
         for what, limit in a.limits():
-            v.check("availability", use[what] <= limit * (1 + 1e-6 + slack),
+            v.check("availability", use[what] <= limit * (1 + 1e-6),
                     f"{where}: {use[what]:,.0f} {what} a minute at the peak, the API allows {limit:,.0f}")
         ledger.usage[a.id][part.key] += r["cost_usd_per_year"]
         users += served
