@@ -13,7 +13,7 @@ from planner.app.pipeline import plan_scenario
 from planner.cli import render as report
 from planner.data import consistency as checks
 from planner.data.scenario import load_scenario
-from planner.explain import batch, narrative, replan, whynot
+from planner.explain import batch, narrative, replan, restricted, whynot
 from planner.milp import fleet as model
 from planner.milp.solve import SolveResult, solve
 from planner.options import build as options
@@ -24,8 +24,8 @@ def _forced_models(name: str):
     cat = checks.resolve(s, ())
     opts = options.build(s, cat)
     out = []
-    for acc in sorted(whynot.accelerators_with_options(opts)):
-        fm = model.build(s, cat, whynot.only_on(opts, acc))
+    for acc in sorted(restricted.accelerators_with_options(opts)):
+        fm = model.build(s, cat, restricted.only_on(opts, acc))
         rows = whynot.force_terms(fm, acc)
         if rows:
             fm.prob.addConstraint(sum(rows) >= 1, "variant0")
@@ -212,7 +212,7 @@ def _bank_variants():
     cat, opts, fm, res = planning.solve_scenario(s)
     plan = read_plan(s, fm, res)
     before = whynot.variants_for(plan, s, cat, fm, [])
-    forced = whynot.variants_for(plan, s, cat, fm, sorted(whynot.accelerators_with_options(opts))[:3], {}, [])
+    forced = whynot.variants_for(plan, s, cat, fm, sorted(restricted.accelerators_with_options(opts))[:3], {}, [])
     return s, cat, opts, plan, before, forced
 
 

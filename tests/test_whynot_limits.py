@@ -32,14 +32,14 @@ def _forced_status(s, acc: str, cap_kw: float) -> str:
     site's power cap set to cap_kw."""
     from planner.app import planning
     from planner.data import deadline
-    from planner.explain import whynot
+    from planner.explain import restricted, whynot
     from planner.milp import fleet
     from planner.milp.solve import solve
 
     capped = s.model_copy(update={"site": s.site.model_copy(update={"power_cap_kw": cap_kw})})
     with deadline.budget(120):
         cat, opts = planning.prepare(capped)
-        fm = fleet.build(capped, cat, whynot.only_on(opts, acc))
+        fm = fleet.build(capped, cat, restricted.only_on(opts, acc))
         for i, row in enumerate(whynot.force_rows(acc)(fm)):
             fm.prob.addConstraint(row, f"forced{i}")
         return solve(fm, time_limit_s=60).status

@@ -10,6 +10,7 @@ import math
 from planner.cli.render_years import years_markdown, years_text
 from planner.cli.tables import markdown_table, table, wrap, years
 from planner.data.catalog import OWNED_PROVIDER, unquoted, unquoted_kind
+from planner.explain.diagnosis import GROUP_AT
 from planner.data.money import unit_cost_text, usd
 from planner.physics import costs
 
@@ -322,10 +323,6 @@ def _years_section(plan: dict, markdown: bool) -> list[str]:
 JOB_NOTES = ("traffic", "colocation", "split_considered", "spare")
 """a job's one-line notes beside its placements' reasons, in the order markdown and HTML list them"""
 
-GROUP_AT = 4
-"""accelerators ruled out for one and the same reason that the why-not table shows as one row (the
-JSON keeps each): a policy naming two accelerators listed the 30 others, one per row, each 'not in
-policy.accelerators'"""
 
 
 def alternative_rows(plan: dict) -> list[dict]:

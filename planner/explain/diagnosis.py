@@ -71,8 +71,9 @@ def no_option_diagnosis(missing: list[Demand], opts: Options, s: Scenario | None
 
 
 GROUP_AT = 4
-"""accelerators ruled out for one and the same reason listed as one line (the why-not table's rule,
-cli/render.GROUP_AT: an edge job's infeasible answer listed 36 data-centre accelerators one by one)"""
+"""accelerators ruled out for one and the same reason, listed as one line here and as one row in the
+why-not table (cli/render.alternative_rows; the JSON keeps each): a policy naming two accelerators
+listed the 30 others one per row, and an edge job's infeasible answer 36 data-centre accelerators"""
 
 
 def _carriers(d: Demand, s: Scenario, cat, device: str | None = None) -> set[str]:

@@ -21,7 +21,7 @@ from planner.data.catalog import OWNED_PROVIDER, is_held
 from planner.data.jobs import demand_factor
 from planner.data.money import signed_usd as usd
 from planner.explain import prices as shadow
-from planner.explain import fleet_notes, replan, splits, whynot, whynot_limits
+from planner.explain import fleet_notes, replan, restricted, splits, whynot, whynot_limits
 from planner.explain import three_checks as runit
 from planner.explain.replanned import cap_rows, row, target_rows
 
@@ -235,7 +235,7 @@ def explain_plan(plan: dict, s, cat, opts, fm, res, time_limit_s=None, level: st
         return
     limit = time_limit_s or s.solver.time_limit_s
     fleet = shadow.decisions(fm, res)
-    unused = sorted(whynot.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
+    unused = sorted(restricted.accelerators_with_options(fm.options) - {f["accelerator"] for f in plan["fleet"]})
     kept: dict = {}
     base = plan["total_cost_usd_per_year"]
     objective = whynot.weighted(fm, res)  # (a coverage-first objective: the LP bounds are on it, not on costs)
@@ -342,7 +342,7 @@ def explain_years(plan: dict, s, cat, opts, ym, res, time_limit_s=None, level: s
     if level == "none":
         return
     limit = time_limit_s or s.solver.time_limit_s
-    unused = sorted(whynot.accelerators_with_options(opts) - {f["accelerator"] for f in plan["fleet"]})
+    unused = sorted(restricted.accelerators_with_options(opts) - {f["accelerator"] for f in plan["fleet"]})
     per_year = sum((1 + s.policy.discount_rate) ** -(t - 1) for t in range(1, s.horizon_years + 1))
     base = plan["total_cost_usd_per_year"]
     outcomes, long = {}, shadow.LPPrices(None, "not-solved")

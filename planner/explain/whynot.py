@@ -30,7 +30,7 @@ from planner.data.fleet_words import fleet_item
 from planner.data.money import usd as _usd
 from planner.data.years import year_caps
 from planner.explain import batch
-from planner.explain.restricted import (  # noqa: F401 (only_on, jobs_on, accelerators_with_options: read as whynot's)
+from planner.explain.restricted import (
     accelerators_with_options,
     api_only,
     jobs_on,

@@ -28,7 +28,8 @@ from planner.data.money import listed
 from planner.data.years import budget_basis, year_caps
 from planner.explain import batch
 from planner.explain.replan import MAX_NODES, MAX_WORKERS, builder
-from planner.explain.whynot import force_rows, jobs_on, only_on
+from planner.explain.restricted import jobs_on, only_on
+from planner.explain.whynot import force_rows
 from planner.milp.solve import solve
 
 SMALL = 1e-6
