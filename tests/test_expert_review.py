@@ -60,3 +60,16 @@ def test_a_plan_that_self_hosts_what_an_api_could_serve_prices_the_all_api_fleet
     assert f"The {api['message']}." in plan["summary"]
     text = plan_cli(path)
     assert f"On hosted APIs: {api['message']}" in " ".join(text.out.split())  # (the text wraps at the terminal)
+
+
+def test_a_target_written_as_tpot_is_priced_in_ms(plan_cli, tmp_path):
+    # the review: a job written with max_tpot_ms read 'raising 'chat' from 25 to 27.5 tok/s per user'
+    job = {"name": "chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8", "concurrent_users": 200,
+           "max_tpot_ms": 40, "context_tokens": 4096}
+    path = tmp_path / "tpot.yaml"
+    path.write_text(yaml.safe_dump({"name": "tpot", "site": {"ownership": "cloud"},
+                                    "policy": {"acquisition": ["on-demand"]}, "jobs": [job]}, sort_keys=False))
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 0, r.err
+    msg = _row(json.loads(r.out), "jobs.chat.min_tokens_per_s_per_user")
+    assert msg.startswith("tightening 'chat' from 40 to 36.36 ms per token (25 to 27.5 tok/s per user) costs "), msg
