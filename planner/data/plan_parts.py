@@ -281,6 +281,8 @@ class NextBest(Part):
                                                                  "there is none")
     excluded_systems: list[str] = Field(description="catalog system ids left out")
     excluded_acquisition: str = absent("the acquisition mode left out (next_best_acquisition only)")
+    cost_is_upper_bound: bool = absent("true where the re-plan stopped at its work bound before proving its fleet the "
+                                       "cheapest: the cost is the best found, at most that")
     kept_owned: int = absent("systems of the excluded type already owned, which the next-best fleet keeps (what "
                              "is held is sunk): it goes without acquiring more of them")
     cost_delta_at_least_usd_per_year: float = absent(AT_LEAST)

@@ -301,7 +301,7 @@ def summary(plan: dict, s) -> str:
         within = max(1.0, (plan["solver"].get("gap") or 0.0) * plan["total_cost_usd_per_year"])
         least = nb.get("cost_delta_at_least_usd_per_year")
         more = f"${delta:,.0f}" if least is None or least >= delta - 0.5 else f"${max(least, 0.0):,.0f} to ${delta:,.0f}"
-        more = f"up to {more}" if least is None and "at most " in nb["message"] else more  # (a re-plan stopped short)
+        more = f"up to {more}" if least is None and nb.get("cost_is_upper_bound") else more  # (a re-plan stopped short)
         text += (f" The next-best fleet, {_fleet(nb['fleet'])}, costs {more} more per year." if delta > 0 else
                  f" The next-best fleet, {_fleet(nb['fleet'])}, costs the same per year, within the solver's gap."
                  if -delta <= within else

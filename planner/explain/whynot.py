@@ -385,6 +385,7 @@ def _next(plan: dict, got: dict, without: str, keys: dict, what: str) -> dict:
     within, least = proven_within(got, plan["total_cost_usd_per_year"])
     return {"fleet": got["fleet"], "cost_usd_per_year": got["cost"], "cost_delta_usd_per_year": round(delta, 2),
             **keys, **({"unserved_jobs": lost} if lost else {}), **least,
+            **({"cost_is_upper_bound": True} if got["status"] != "optimal" else {}),
             "message": f"{what} without {without}: {fleet_text(got['fleet'])}, "
                        f"{'at most ' if got['status'] != 'optimal' else ''}{_usd(got['cost'])}/yr "
                        f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))} per year{within}"
