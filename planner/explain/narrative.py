@@ -202,10 +202,19 @@ def explain_placements(plan: dict, s, cat) -> None:
             job["traffic"] = traffic
         if together := colocation.reason(job, s, cat):
             job["colocation"] = together
-        held = {p["system"] for p in job["placements"] if p["provider"] == OWNED_PROVIDER}  # (N+1: one pool, one cost)
-        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat, s.policy.redundancy == "n+1" and any(
-            f["system"] in held and f["acquisition"] == "buy" and f["provider"] != OWNED_PROVIDER for f in plan["fleet"]))
+        job["checks"] = runit.three_checks(job, jobs[job["name"]], cat, _bought_in_pool(job, plan, s, cat))
     plan["summary"] = _summary(plan, s, cat)
+
+
+def _bought_in_pool(job: dict, plan: dict, s, cat) -> bool:
+    """Under N+1, whether a system bought shares the spare pool (colocation.spare_pool_of) of a system
+    already held that the job runs on, and so its cost (milp/readout_use.cost_shares)."""
+    if s.policy.redundancy != "n+1":
+        return False
+    pool = lambda oid: colocation.spare_pool_of(cat.offers[oid]) if oid in cat.offers else None  # noqa: E731
+    held = {pool(p["offer"]) for p in job["placements"] if p["provider"] == OWNED_PROVIDER} - {None}
+    return any(f["acquisition"] == "buy" and f["provider"] != OWNED_PROVIDER and pool(f["offer"]) in held
+               for f in plan["fleet"])
 
 
 def _summary(plan: dict, s, cat) -> str:
