@@ -136,8 +136,8 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
         searchers[-1].proc.wait(timeout=60)  # (CBC's time; the child's search ends first)
         return SolveResult("not-solved", 1.0, None, None, "cbc")
 
-    def searcher(lp, seconds):
-        searchers.append(real_start(lp, seconds))
+    def searcher(lp, seconds, plan=None):
+        searchers.append(real_start(lp, seconds, plan))
         return searchers[-1]
 
     monkeypatch.setattr(screening, "search", nothing)
@@ -331,3 +331,45 @@ def test_a_cheaper_plan_restarts_the_prover_only_where_its_cap_is_above_it_and_i
         assert prover.calls[-1] == (round(target(1050.0 - 1e-3)), True) and not narrower.enough()
         prover.best = target(1050.0 - 1e-3)
         assert narrower.enough()
+
+
+def test_highs_searching_from_a_dearer_plan_finds_the_cheaper_one_and_it_is_planned_as_its():
+    """planning._polish: once the search has ended with time left and the gap not closed, HiGHS
+    searches the model from the search's plan on the core the search has left; its cheaper plan is
+    the plan (planning._cheaper), named as its, and a plan of the model. Here the search's plan of
+    bank.yaml is made dearer by one system more than it needs."""
+    import dataclasses
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    fm = _model(s)
+    with deadline.budget(120):
+        best = screening.search(fm, time_limit_s=60)
+    bought = next(v for store in (fm.p, fm.k) for v in store.values() if best.values.get(v.name, 0) >= 1)
+    values = dict(best.values, **{bought.name: best.values[bought.name] + 1})
+    dearer = dataclasses.replace(screening.start_plan(fm, values), status="feasible")
+    assert dearer.objective > best.objective * 1.05
+    child = planning._polish(fm, dearer, 30.0)
+    if child is None:
+        pytest.skip("one core: no search beside the prover")
+    child.proc.wait(timeout=60)
+    got = planning._cheaper(fm, dearer, child, prune.POLISH_NAME)
+    assert child.proc is None and got.solver == prune.POLISH_NAME
+    assert got.objective == pytest.approx(best.objective, rel=1e-6)
+    assert screening.start_plan(fm, got.values).objective == pytest.approx(got.objective, rel=1e-9)
+    assert planning._polish(fm, dearer, planning.POLISH_MIN_S / 2) is None  # no time for it
+
+
+def test_a_cost_below_the_full_models_bound_read_from_cbcs_log_is_no_plan_and_stops_nothing():
+    """A cost under a valid bound (a line of CBC's log read as a plan's, as a run once showed: 29 $/yr
+    beside plans of 2.2 million) neither narrows the prover nor counts as the cheapest plan, which
+    enough() would then call proven and CBC's search would be interrupted."""
+    bound = prune.FullBound(900.0, {}, 0, optimum=object(), lp_seconds=0.1)
+    prover = _Recorded()
+    narrower = narrowing.narrower(bound, prover, 0.01)
+    with deadline.budget(10.0):
+        narrower(29.0)
+        assert prover.calls == [] and narrower.cheapest == float("inf")
+        prover.best = 899.0
+        assert not narrower.enough()
+        narrower(1000.0)
+        assert len(prover.calls) == 1 and narrower.cheapest == 1000.0

@@ -49,6 +49,8 @@ class Narrower:
         return (1 - self.gap) * cost * (1 + LOG_ROUNDING)
 
     def __call__(self, cost: float) -> None:
+        if cost < self.bound.objective - 1e-6 * max(1.0, abs(self.bound.objective)):
+            return  # (below a valid bound: no plan's cost, a line of CBC's log misread; taken, it would stop CBC)
         self.cheapest = min(self.cheapest, cost)
         left, target = deadline.left(), self.target(cost)
         if left < NARROW_MIN_S or target <= self.bound.objective:  # (the LP proves it)

@@ -63,6 +63,10 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     h.addRows(len(m["row_lower"]), m["row_lower"], m["row_upper"], len(m["index"]), m["starts"], m["index"], m["value"])
     integer = np.flatnonzero(m["integer"]).astype(np.int32)
     h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
+    if not bounding and "start" in m.files:  # (mipbound.start_search from a plan: HiGHS's incumbent)
+        start = highspy.HighsSolution()
+        start.col_value, start.value_valid = list(m["start"]), True
+        h.setSolution(start)
     parent, best = os.getppid(), [-math.inf]
 
     out = os.path.join(os.path.dirname(path), BOUND_FILE)

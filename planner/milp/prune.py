@@ -309,6 +309,8 @@ PROVER_NAME = "highs (branch and cut on every pair, beside cbc's search of a sho
 """the solver named in a plan that the prover found (prover_plan)"""
 SEARCHER_NAME = "highs (branch and cut on the shortlist, beside cbc's search of it)"
 """the solver named in a plan that the second search of a shortlist found (mipbound.start_search)"""
+POLISH_NAME = "highs (branch and cut on the shortlist, from cbc's plan)"
+"""the solver named in a plan that HiGHS's search from the search's plan found (app/planning._polish)"""
 
 
 def against_full_model(res: SolveResult, bound: FullBound, gap_asked: float) -> SolveResult:
