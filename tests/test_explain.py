@@ -294,9 +294,10 @@ def test_a_replica_capped_by_its_first_token_limit_says_so_not_bandwidth(plan_cl
 def test_a_speed_just_below_its_target_is_shown_below_it():
     """'even one user gets 20.0 tok/s ..., below 20' (expert review): the figure keeps the decimals
     that show the miss."""
-    from planner.options.build import _below
+    from planner.options.build import _beyond
 
-    assert (_below(19.96, 20), _below(12.34, 20), _below(19.9996, 20)) == ("19.96", "12.3", "19.9996")
+    assert (_beyond(19.96, 20), _beyond(12.34, 20), _beyond(19.9996, 20)) == ("19.96", "12.3", "19.9996")
+    assert (_beyond(4.004, 4, above=True), _beyond(6.53, 4, above=True)) == ("4.004", "6.5")
 
 
 def test_a_long_prompts_first_token_limit_tries_more_pipeline_stages():

@@ -290,3 +290,25 @@ def test_a_job_with_request_sizes_and_no_context_holds_one_request(tmp_path):
     rag, chat = load_scenario(p).jobs
     assert rag.context_tokens == 12_400 and chat.context_tokens == 4096
     assert "context_tokens" not in rag.model_fields_set
+
+
+def test_an_unreachable_tpot_is_answered_in_ms_per_accelerator_at_its_fastest_split(plan_cli, tmp_path):
+    """70B at bf16 within 4 ms per token: each accelerator's line of the infeasible answer speaks the
+    unit the job was written in and names its closest miss, the fastest split on its largest system
+    (it read 'b200: even one user gets 36.6 tok/s at TP1 PP1 (on b200-x1), below 250': the first
+    system's last split, while 8 B200s at TP8 give 8 ms)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\nsite: {kind: datacenter}\npolicy: {accelerators: [b200, h100-sxm]}\njobs:\n"
+                    "  - {name: chat, stage: serve, model: llama-3.1-70b, precision: bf16, concurrent_users: 200, "
+                    "max_tpot_ms: 4}\n")
+    res = plan_cli(path)
+    assert res.code == 3, res.err
+    b200 = next(line for line in res.err.splitlines() if line.strip().startswith("b200:"))
+    assert "ms per token at TP8 PP1" in b200 and "above 4 (on b200-x8)" in b200 and "tok/s" not in b200, b200
+    waits = float(b200.split("waits ")[1].split(" ms")[0])
+    assert 5 < waits < 12  # (about 140 GB of weights over 8 x 8 TB/s, plus the steps' overheads)
+    path.write_text(path.read_text().replace("max_tpot_ms: 4", "min_tokens_per_s_per_user: 250"))
+    res = plan_cli(path)
+    b200 = next(line for line in res.err.splitlines() if line.strip().startswith("b200:"))
+    gets = float(b200.split("gets ")[1].split(" tok/s")[0])
+    assert gets == pytest.approx(1000 / waits, rel=0.01) and "tok/s at TP8 PP1" in b200 and "below 250 (on b200-x8)" in b200

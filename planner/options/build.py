@@ -57,14 +57,16 @@ LAYOUT_NOTE = moe.NOTE
 
 def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, max_ttft: float | None,
                   demand: str, cache: dict | None = None,
-                  engine: str | None = None) -> tuple[list[ServeOption], str]:
+                  engine: str | None = None, tpot_ms: bool = False) -> tuple[list[ServeOption], str]:
     """Pareto-best (accelerators per replica, users per replica) configurations on one system.
     `max_ttft` is checked against the TTFT under load: the mean first-token time of a closed loop
     of as many concurrent users as the replica serves (physics.ttft), so a TTFT limit caps the
     batch the way the per-user speed does.
     Beyond PP 2, pipeline stages are added (PP doubled) only while memory limits the batch: a
     token still passes every stage in turn, so more stages barely raise per-user speed and leave
-    the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster)."""
+    the batch cap where it is (on benchmarks/speed.py's 50 jobs: about 1% of plan cost, option search 2.5x faster).
+    Where none fits, the reason is the closest miss's (_best_reason), its speed in ms per token where
+    the job's target was written so (`tpot_ms`: max_tpot_ms)."""
     max_tp = MAX_TP_MOE if m.is_moe else MAX_TP_DENSE
     found: list[ServeOption] = []
     reasons: list[tuple[str, object]] = []
@@ -91,7 +93,7 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
                     found.append(probe.Split(tp, pp, tp * pp, slots, batch, limit, used))
                 else:  # worded only if no split fits (_best_reason)
                     reasons.append((limit if limit in ("memory", "ttft") else "latency",
-                                    (m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine)))
+                                    (m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine, tpot_ms)))
                 if limit not in ("memory", "ttft") and pp >= 2:
                     break  # more stages add memory only: per-user speed and the batch cap barely move (a
                     # long prompt's first token does: its chunks pipeline through the stages, physics.ttft)
@@ -111,34 +113,51 @@ def serve_configs(m, acc, system: System, wl: serving.Workload, min_tps: float, 
     return out, ""
 
 
-def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None) -> str:
+def _no_batch_reason(m, acc, wl, tp, pp, limit, min_tps, max_ttft, engine=None, tpot_ms=False) -> str:
     if limit == "memory":
         return "memory:" + serving.estimate(m, acc, wl, tp, pp, 1, engine=engine).reason
     if limit == "ttft":
         t = serving.ttft_s(m, acc, wl, tp, pp, engine=engine)
         return f"ttft:time to first token {t:.2f} s at TP{tp} PP{pp} (one prompt alone) exceeds {max_ttft:g} s"
     est = serving.estimate(m, acc, wl, tp, pp, 1, engine=engine)
-    return (f"latency:even one user gets {_below(est.tokens_per_s_per_user, min_tps)} tok/s at TP{tp} PP{pp} "
+    if tpot_ms:  # (the job's target written as a latency: max_tpot_ms)
+        return (f"latency:even one user waits {_beyond(1000 / est.tokens_per_s_per_user, 1000 / min_tps, above=True)} "
+                f"ms per token at TP{tp} PP{pp} ({est.regime}-bound), above {1000 / min_tps:g}")
+    return (f"latency:even one user gets {_beyond(est.tokens_per_s_per_user, min_tps)} tok/s at TP{tp} PP{pp} "
             f"({est.regime}-bound), below {min_tps:g}")
 
 
-def _below(value: float, target: float) -> str:
-    """`value` with the decimals that show it below `target` (19.96 against 20 is '19.96', not '20.0')."""
+def _beyond(value: float, target: float, above: bool = False) -> str:
+    """`value` with the decimals that show it below `target` (or above it): 19.96 against 20 is
+    '19.96', not '20.0'."""
     for digits in (1, 2, 3):
-        if round(value, digits) < target:
+        if (round(value, digits) > target) if above else (round(value, digits) < target):
             return f"{value:.{digits}f}"
     return f"{value:.6g}"
 
 
 def _best_reason(reasons: list[tuple[str, object]], acc, system: System) -> str:
-    """The most informative reason: a speed miss beats a memory miss (it fit somewhere). `reasons`
-    holds (kind, the span's words or _no_batch_reason's arguments): only the one chosen is worded."""
+    """The most informative reason: a speed miss beats a memory miss (it fit somewhere), and among
+    speed misses the split that comes closest (the fastest one user gets; the quickest first token),
+    which is what a bigger split or a looser target would be measured against. `reasons` holds
+    (kind, the span's words or _no_batch_reason's arguments): only the one chosen is worded."""
     for kind in ("latency", "ttft", "memory", "span"):
         hits = [r for k, r in reasons if k == kind]
         if hits:
-            text = "span:" + hits[-1] if kind == "span" else _no_batch_reason(*hits[-1])
+            text = "span:" + hits[-1] if kind == "span" else _no_batch_reason(*_closest(kind, hits))
             return text.split(":", 1)[1] + f" (on {system.id})"
     return f"no tensor/pipeline split fits {system.id}"
+
+
+def _closest(kind: str, hits: list[tuple]) -> tuple:
+    """Of the splits missed for one reason (_no_batch_reason's arguments), the one nearest the
+    target: the fastest for one user (latency), the quickest first token (ttft), the largest tried
+    (memory, the last); ties to fewer accelerators."""
+    if kind == "latency":
+        return max(hits, key=lambda h: (serving.estimate(*h[:5], 1, engine=h[8]).tokens_per_s_per_user, -h[3] * h[4]))
+    if kind == "ttft":
+        return min(hits, key=lambda h: (serving.ttft_s(*h[:5], engine=h[8]), h[3] * h[4]))
+    return hits[-1]
 
 
 def _pareto(found: list[ServeOption]) -> list[ServeOption]:
@@ -220,6 +239,7 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
                 opts.note(d.key, acc_id, why)
         lists = {"serve": opts.serve, "batch": opts.batch, "edge": opts.edge}[d.kind]
         found = lists.setdefault(d.key, [])
+        missed: dict[str, list] = {}  # accelerator -> (system, why none of its options fits) of each system tried
         for sid in sorted({opts.offers[oid].system for oid in opts.eligible[d.key]}):
             system = cat.systems[sid]
             acc = cat.accelerators[system.accelerator]
@@ -230,7 +250,9 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
                 got, why = _hostable(opts, d, got, system, why)
             found.extend(got)
             if not got and why:
-                opts.note(d.key, acc.id, why)
+                missed.setdefault(acc.id, []).append((system, why))
+        for acc_id, whys in missed.items():  # an accelerator on several systems: the reason of the one
+            opts.note(d.key, acc_id, max(whys, key=lambda sw: (sw[0].scaleup_domain, sw[0].accelerators))[1])
         found.extend(cross_options(s, cat, opts, d, job, m, found, replica_slots, cache, measured=bool(rows)))
         have = {o.accelerator for o in found}
         eligible = set(opts.eligible[d.key])
@@ -279,10 +301,12 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
         engine = getattr(job, "engine", None)
         # jobs alike in model, workload and targets get the same configurations on a system: searched
         # once per build, then labelled with each demand (2,000 jobs: 82,000 searches -> about 6,000)
-        key = ("configs", m.id, system.id, d.workload, d.min_tokens_per_s, d.max_ttft_s, engine)
+        tpot_ms = "max_tpot_ms" in getattr(job, "model_fields_set", ())  # (its reasons in ms per token)
+        key = ("configs", m.id, system.id, d.workload, d.min_tokens_per_s, d.max_ttft_s, engine, tpot_ms)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            found = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, "", cache, engine)
+            found = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, "", cache, engine,
+                                  tpot_ms)
             if cache is not None:
                 cache[key] = found
         got, why = [_labelled(o, d.key) for o in found[0]], found[1]
