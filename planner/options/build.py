@@ -251,10 +251,11 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
             found.extend(got)
             if not got and why:
                 missed.setdefault(acc.id, []).append((system, why))
-        for acc_id, whys in missed.items():  # an accelerator on several systems: the reason of the one
-            opts.note(d.key, acc_id, max(whys, key=lambda sw: (sw[0].scaleup_domain, sw[0].accelerators))[1])
         found.extend(cross_options(s, cat, opts, d, job, m, found, replica_slots, cache, measured=bool(rows)))
         have = {o.accelerator for o in found}
+        for acc_id, whys in missed.items():  # (none on any of its systems) the reason of its largest system:
+            if acc_id not in have:  # every split of a smaller one is tried there too, and more
+                opts.note(d.key, acc_id, max(whys, key=lambda sw: (sw[0].scaleup_domain, sw[0].accelerators))[1])
         eligible = set(opts.eligible[d.key])
         for acc_id in sorted(cat.accelerators):
             if acc_id not in have:
