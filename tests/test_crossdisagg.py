@@ -109,6 +109,20 @@ def test_it_wins_by_a_sixth_at_400_users_and_loses_at_60(monkeypatch):
     assert make_plan(_rag(60), explain="none")["total_cost_usd_per_year"] == small["total_cost_usd_per_year"]
 
 
+def test_a_pair_is_offered_only_where_one_network_has_both_systems():
+    """The KV cache crosses one site's scale-out fabric, never the internet between two providers
+    (an expert's DeepSeek plan prefilled at CoreWeave and decoded on an Akash host with the KV in
+    0.15 ms): with H100 nodes rented only from Lambda and H200 nodes only from GCP no pair is
+    offered; from one provider that has both it is, priced at that provider's offers."""
+    apart, one = _rag(400), _rag(400)
+    apart.policy.providers, one.policy.providers = ["lambda", "gcp"], ["aws"]
+    assert [o for o in build.build(apart, load_catalog()).serve["rag"] if o.half is not None] == []
+    halves = [o for o in build.build(one, load_catalog()).serve["rag"] if o.half is not None]
+    assert halves and all("both halves at one site" in o.basis_note and "(aws (us))" in o.basis_note for o in halves)
+    plan = make_plan(one, explain="none")
+    assert {p["offer"].split("-on-demand-")[1] for p in plan["jobs"][0]["placements"]} == {"aws"}
+
+
 def test_short_prompts_at_a_loose_target_are_not_offered_a_pair():
     s = _rag(400)
     s.jobs[0].input_tokens, s.jobs[0].context_tokens, s.jobs[0].min_tokens_per_s_per_user = 512, 768, 10
@@ -134,6 +148,10 @@ def _forged(mutate):
     ("KV transfer reported free", lambda h: h["decode"]["disaggregated"].update(kv_transfer_ms=0.0), "KV over the network"),
     ("decode replicas hold twice the users", lambda h: h["decode"].update(
         users_per_replica=h["decode"]["users_per_replica"] * 2), "users per replica"),
+    ("decode half at another provider", lambda h: h["decode"].update(offer=next(
+        o.id for o in load_catalog().offers.values() if o.system == h["decode"]["system"]
+        and o.acquisition == "on-demand" and o.provider != load_catalog().offers[h["decode"]["offer"]].provider)),
+     "not two"),
 ])
 def test_forgery_of_a_split_is_caught(label, mutate, says):
     result = _forged(mutate)

@@ -41,6 +41,15 @@ def spare_pool_of(offer) -> tuple:
     return (offer.id,) if site == MARKETPLACE else (site, offer.system)
 
 
+def network_of(offer) -> str:
+    """The network an offer's systems share (place_of's site): a cross-system pair's KV cache
+    (physics.crossdisagg) travels within one, never between two (between providers it would cross
+    the internet, not the scale-out fabric its transfer time is priced on); each marketplace rental
+    is a host of its own."""
+    site = place_of(offer, "")[0]
+    return offer.id if site == MARKETPLACE else site
+
+
 def place_in(offer, cat) -> tuple[str, str]:
     """place_of an offer, its stack read from the catalog's accelerator of its system."""
     return place_of(offer, cat.accelerators[cat.systems[offer.system].accelerator].stack)

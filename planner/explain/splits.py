@@ -3,8 +3,8 @@ physics.disagg, or across two system types, physics.crossdisagg) and the plan se
 one line on the job ("split_considered") says so and what the best split would have cost.
 
 Both figures are yearly USD per user at each system's cheapest offer the demand may use
-(options.crossdisagg.usd_per_accelerator_year: rent x hours, or owned fixed + busy power, per
-accelerator), as the options compared them:
+(options.crossdisagg.network_prices: rent x hours, or owned fixed + busy power, per accelerator; a
+pair's two halves at one network's offers, pair_per_user), as the options compared them:
     aggregated or one-system split   c x accelerator slots / users a replica
     pair across two systems          (c_d slots_d + c_p slots_p L / P) / users a decode replica
                                      (L / P prefill replicas per decode replica)
@@ -16,7 +16,7 @@ Nothing is said when no split was offered, or when the plan chose one."""
 
 from __future__ import annotations
 
-from planner.options.crossdisagg import usd_per_accelerator_year
+from planner.options.crossdisagg import network_prices, pair_per_user
 from planner.physics import disagg
 
 
@@ -28,8 +28,9 @@ def _chose_split(p: dict) -> bool:
     return "disaggregated" in p or str(p.get("basis_note", "")).startswith(disagg.NOTE)
 
 
-def _best_split(options, price) -> tuple[float, str] | None:
-    """(USD per user-year, words) of the cheapest split offered."""
+def _best_split(options, price, nets) -> tuple[float, str] | None:
+    """(USD per user-year, words) of the cheapest split offered (a pair's halves on one network:
+    `nets` gives a system's prices per network, options.crossdisagg.network_prices)."""
     best = None
     prefill = {(o.half.prefill_system, o.half.prefill_tp, o.half.decode_system, o.half.decode_tp): o
                for o in options if o.half is not None and o.half.role == "prefill"}
@@ -37,10 +38,12 @@ def _best_split(options, price) -> tuple[float, str] | None:
         if o.half is not None and o.half.role == "decode":
             h = o.half
             op = prefill.get((h.prefill_system, h.prefill_tp, h.decode_system, h.decode_tp))
-            if op is None or price(h.prefill_system) is None or price(h.decode_system) is None:
+            found = None if op is None else pair_per_user(
+                nets(h.prefill_system), nets(h.decode_system), op.accelerator_slots, o.accelerator_slots,
+                h.prompts_per_s / op.half.prompts_per_s, o.users_per_replica)
+            if found is None:
                 continue
-            usd = (price(h.decode_system) * o.accelerator_slots + price(h.prefill_system) * op.accelerator_slots
-                   * h.prompts_per_s / op.half.prompts_per_s) / o.users_per_replica
+            usd = found[0]
             words = (f"prefill on {h.prefill_system} TP{h.prefill_tp}, decode on {h.decode_system} TP{h.decode_tp} "
                      f"({o.users_per_replica:,} users a decode replica, {h.prompts_per_s / op.half.prompts_per_s:.2f} "
                      "prefill replicas each)")
@@ -81,12 +84,15 @@ def line(job: dict, s, cat, opts) -> str | None:
             continue
         cache: dict = {}
 
-        def price(sid, d=d, cache=cache):
+        def nets(sid, d=d, cache=cache):
             if sid not in cache:
-                cache[sid] = usd_per_accelerator_year(s, opts, d, cat.systems[sid])
+                cache[sid] = network_prices(s, opts, d, cat.systems[sid])
             return cache[sid]
 
-        best, mine = _best_split(options, price), _chosen(options, placed, price)
+        def price(sid):
+            return min(nets(sid).values(), default=None)
+
+        best, mine = _best_split(options, price, nets), _chosen(options, placed, price)
         if best is None or mine is None:
             continue
         where = f"for '{dk}': " if dk != job["name"] else ""

@@ -10,8 +10,10 @@ halves ask for. Capacity, rentals, N+1, power and budgets see two ordinary optio
 Which pairs are offered (the physics must say the pair can win): for each ordered pair of the
 demand's system types whose accelerators differ, share a vendor and have a scale-out network in the
 catalog, and each (TP_p, TP_d), the yearly cost per user at each system's cheapest offer the demand
-may use (c: USD per accelerator-year; rent x hours / accelerators; owned: fixed + busy power x
-hours, per accelerator, as the MILP charges it):
+may use on one network, the cheapest network that has offers of both (data.colocation.network_of:
+your site or one provider's region; the KV cache never crosses between two, and the MILP links the
+halves per network) (c: USD per accelerator-year; rent x hours / accelerators; owned: fixed + busy
+power x hours, per accelerator, as the MILP charges it):
     cost/user = c_d slots_d / b + c_p slots_p (L / P) / b     (L / P prefill replicas per decode replica)
 A pair is offered when that beats the best single-system option of the demand at the same prices
 (aggregated, or disaggregated inside one system), and the whole systems of both types the demand
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 
+from planner.data.colocation import network_of
 from planner.data.jobs import demands_of, hours_per_year
 from planner.options.types import Half, ServeOption
 from planner.physics import arch, costs, crossdisagg, serving
@@ -38,9 +41,10 @@ NOTE = "disaggregated across systems:"
 """How a cross-system half's basis_note starts."""
 
 
-def usd_per_accelerator_year(s, opts, d, system) -> float | None:
-    """The cheapest yearly cost of one accelerator of `system` demand d may use (None: no offer)."""
-    best = None
+def network_prices(s, opts, d, system) -> dict[str, float]:
+    """Network (data.colocation.network_of) -> the cheapest yearly cost there of one accelerator of
+    `system` demand d may use."""
+    out: dict[str, float] = {}
     hours = hours_per_year(d)
     for oid in opts.offers_for(d.key, system.id):
         o = opts.offers[oid]
@@ -51,8 +55,18 @@ def usd_per_accelerator_year(s, opts, d, system) -> float | None:
         else:
             usd = o.price_usd_per_hour * hours
         usd /= system.accelerators
-        best = usd if best is None or usd < best else best
-    return best
+        net = network_of(o)
+        out[net] = min(usd, out.get(net, usd))
+    return out
+
+
+def pair_per_user(prices_p: dict, prices_d: dict, slots_p: int, slots_d: int, ratio: float,
+                  users: int) -> tuple[float, str] | None:
+    """(USD per user-year, network) of a pair's cheapest network: both halves on offers of one
+    network (network_prices of each system), ratio prefill replicas per decode replica of `users`;
+    None where no network has offers of both (the KV cache never crosses between two)."""
+    both = sorted(prices_p.keys() & prices_d.keys())
+    return min(((prices_d[g] * slots_d + prices_p[g] * slots_p * ratio) / users, g) for g in both) if both else None
 
 
 def _halves(m, cat, wl, sp, sd, min_tps, max_ttft, slots_of, cache, engine):
@@ -121,7 +135,8 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
     engine = getattr(job, "engine", None)
     users = _pool_users(s, d, cache)
     systems = sorted({opts.offers[oid].system for oid in opts.eligible[d.key]})
-    price = {sid: usd_per_accelerator_year(s, opts, d, cat.systems[sid]) for sid in systems}
+    nets = {sid: network_prices(s, opts, d, cat.systems[sid]) for sid in systems}
+    price = {sid: min(nets[sid].values(), default=None) for sid in systems}
     base = [(price[o.system] * o.accelerator_slots / o.users_per_replica, _describe(o),
              _whole(price[o.system], o.accelerator_slots * math.ceil(users / o.users_per_replica), cat.systems[o.system]))
             for o in found if o.half is None and o.users_per_replica >= 1 and price.get(o.system) is not None]
@@ -138,19 +153,23 @@ def options(s, cat, opts, d, job, m, found: list[ServeOption], slots_of, cache: 
         if key not in cache:  # alike for every demand of this model, workload and targets
             cache[key] = _halves(m, cat, wl, sp, sd, d.min_tokens_per_s, d.max_ttft_s, slots_of, cache, engine)
         for tp_p, slots_p, ph, tp_d, slots_d, dh in cache[key]:
-            per_user = (price[d_id] * slots_d + price[p_id] * slots_p * dh.prompts_per_s / ph.prompts_per_s) / dh.users
+            found_at = pair_per_user(nets[p_id], nets[d_id], slots_p, slots_d, dh.prompts_per_s / ph.prompts_per_s,
+                                     dh.users)
+            if found_at is None:
+                break  # (no network holds both systems: no TP pair of them links)
+            per_user, net = found_at
             if best_single is not None and not per_user < best_single[0] * (1 - 1e-9):
                 continue  # the whole-system test below cannot change that
             n_d = math.ceil(users / dh.users)
-            fleet = (_whole(price[d_id], n_d * slots_d, sd)
-                     + _whole(price[p_id], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
+            fleet = (_whole(nets[d_id][net], n_d * slots_d, sd)
+                     + _whole(nets[p_id][net], math.ceil(n_d * dh.prompts_per_s / ph.prompts_per_s) * slots_p, sp))
             if best_single is None or fleet < alone * (1 - 1e-9):
-                pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh))
+                pairs.append((per_user, p_id, d_id, tp_p, tp_d, ph, dh, net))
     pairs.sort(key=lambda x: x[:5])
     out = []
-    for per_user, p_id, d_id, tp_p, tp_d, ph, dh in pairs[:MAX_PAIRS]:
+    for per_user, p_id, d_id, tp_p, tp_d, ph, dh, net in pairs[:MAX_PAIRS]:
         out += _pair_options(m, cat, d, wl, p_id, d_id, tp_p, tp_d, ph, dh, per_user,
-                             _than(per_user, best_single, best_aggregated), slots_of, engine)
+                             _than(per_user, best_single, best_aggregated), slots_of, engine, net)
     return out
 
 
@@ -163,13 +182,13 @@ def _than(per_user: float, best_single, best_aggregated) -> str:
     return "; ".join(out)
 
 
-def _pair_options(m, cat, d, wl, p_id, d_id, tp_p, tp_d, ph, dh, per_user, than, slots_of, engine):
+def _pair_options(m, cat, d, wl, p_id, d_id, tp_p, tp_d, ph, dh, per_user, than, slots_of, engine, net: str):
     sp, sd = cat.systems[p_id], cat.systems[d_id]
     ratio = dh.prompts_per_s / ph.prompts_per_s
     note = (f"{NOTE} prefill on {p_id} TP{tp_p} ({ph.prompts_per_s:.3g} prompts/s a replica, utilisation "
             f"{ph.rho:.0%}), decode on {d_id} TP{tp_d} ({dh.users} users a replica), {ratio:.2f} prefill "
-            f"replicas per decode replica, KV over the network {ph.kv_transfer_s * 1e3:.1f} ms a prompt; "
-            f"${per_user:,.0f} per user-year at the cheapest offers, {than}")
+            f"replicas per decode replica, KV over the network {ph.kv_transfer_s * 1e3:.1f} ms a prompt, "
+            f"both halves at one site; ${per_user:,.0f} per user-year at the cheapest offers there ({net}), {than}")
     out = []
     for role, system, tp, users, pps in (("prefill", sp, tp_p, 0, ph.prompts_per_s),
                                          ("decode", sd, tp_d, dh.users, dh.prompts_per_s)):
