@@ -73,3 +73,26 @@ def test_a_target_written_as_tpot_is_priced_in_ms(plan_cli, tmp_path):
     assert r.code == 0, r.err
     msg = _row(json.loads(r.out), "jobs.chat.min_tokens_per_s_per_user")
     assert msg.startswith("tightening 'chat' from 40 to 36.36 ms per token (25 to 27.5 tok/s per user) costs "), msg
+
+
+def test_a_demand_row_the_time_left_could_not_price_is_open_not_slack(plan_cli, tmp_path, monkeypatch):
+    # the review: a cut-short 4-year N+1 plan read '[slack] ... costs -/yr with the fleet you own', and
+    # '[binds] ... $291.17/yr' once given the time
+    from planner.explain import prices
+
+    monkeypatch.setattr(prices, "short_run", lambda *a, **k: prices.LPPrices(None, "not-solved"))
+    doc = {"name": "cut", "site": {"ownership": "cloud"}, "policy": {"acquisition": ["on-demand"]},
+           "jobs": [{"name": "chat", "stage": "serve", "model": "llama-3.1-8b", "precision": "fp8",
+                     "concurrent_users": 200, "context_tokens": 4096},
+                    {"name": "tune", "stage": "finetune", "model": "llama-3.1-8b", "method": "lora",
+                     "dataset_tokens": 1e7, "runs_per_year": 4}]}
+    plan = _plan(plan_cli, tmp_path, doc)
+    rows = {x["constraint"]: x for x in plan["explanations"] if x["family"] == "demand"}
+    chat, tune = rows["jobs.chat.concurrent_users"], rows["jobs.tune.runs_per_year"]
+    for r in (chat, tune):
+        assert r["settled"] is False and r["shadow_price"] is None and not r["binding"]
+        assert "cut short by the time limit" in r["message"] and "-/yr" not in r["message"], r["message"]
+    assert chat["message"].startswith("one more concurrent user on 'chat': the re-solve that prices it")
+    path = tmp_path / "cut.yaml"
+    text = plan_cli(path, "--explain", "brief").out
+    assert "[open] jobs.chat.concurrent_users" in text and "[slack] jobs.chat" not in text

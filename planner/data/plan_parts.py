@@ -241,8 +241,9 @@ class Explanation(Part):
     basis: Literal["short-run", "long-run", "re-planned"] = Field(
         description="short-run: LP with the fleet fixed; long-run: LP relaxation; re-planned: MILP re-solved")
     settled: bool = absent("false when the re-planned variant ended (its work bound, or the time) before it "
-                           "could tell whether the constraint binds: binding is then false and shadow_price "
-                           "null, and the message says so; absent when it did tell")
+                           "could tell whether the constraint binds, or a short-run row's LP did not solve in "
+                           "the time left: binding is then false and shadow_price null, and the message says "
+                           "so; absent when it did tell")
 
 
 UNSERVED_JOBS = ("max-coverage plans: the jobs this fleet leaves more unserved than the plan does, job -> "

@@ -73,6 +73,17 @@ def _by_year(short, dk: str) -> str:
     return " By year: " + ", ".join(f"{t}: {usd(p, 2)}" for t, p in sorted(prices.items())) + "."
 
 
+def _unpriced(short) -> str:
+    """Why a demand row has no short-run price: the LP with the fleet fixed did not solve."""
+    return ("the re-solve that prices it, the plan's LP with its fleet fixed, was cut short by the time limit"
+            if short.status == "not-solved" else f"the plan's LP with its fleet fixed ended {short.status}")
+
+
+def _settled(r: dict, price) -> dict:
+    """A demand row without a price settles nothing: neither binding nor slack ('open')."""
+    return r if price is not None else {**r, "settled": False}
+
+
 def _demand_rows(s, fm, res, short, long) -> list[dict]:
     """One price row per demand. The short-run price holds the fleet (and, in max-coverage mode,
     the unserved shares) as planned, so no penalty weight of the coverage objective enters it."""
@@ -113,20 +124,24 @@ def _demand_rows(s, fm, res, short, long) -> list[dict]:
             if gap and sr is not None and sr <= 1e-9:  # (the review: "costs $0.00/yr ... serves 0 of 300": it would go unserved too)
                 msg = (f"one more {what_on} on '{part}'{when} would go unserved, as {need - served:,.0f} do already: the "
                        f"plan serves {served:,.0f} of {need:,} needed (see what binds: the budget or a cap)")
+            if sr is None:  # (the expert review: "[slack] ... costs -/yr" where the re-solve never ran)
+                msg = (f"one more {what_on} on '{part}'{when}: {_unpriced(short)}; the plan serves {served:,.0f} of "
+                       f"{need:,} needed{gap}{down}.{tail + what + '-year.' if tail else ''}")
             field = ("rollout_tokens_per_s" if rl else "concurrent_users" if job.requests_per_s is None
                      else "requests_per_s") + (f" ({dk.split('/', 1)[1]})" if part != job.name else "")
-            rows.append(row("demand", f"jobs.{job.name}.{field}",
-                             short.tight.get(dk, False) and room < 1, sr, f"USD per year per {what}", msg, "short-run"))
+            rows.append(_settled(row("demand", f"jobs.{job.name}.{field}", short.tight.get(dk, False) and room < 1,
+                                     sr, f"USD per year per {what}", msg, "short-run"), sr))
         elif d.kind == "batch":
             rl = job.stage == "rl"
             unit = "USD per extra training day" if rl else "USD per extra run"
             what = "training day" if rl else "run"
-            msg = (f"one more {what} of '{dk}'{when} costs {'-' if sr is None else usd(sr, 2)} "
-                   f"{RENTED_WORDS if dk in rented else held} ({need:g} a year planned).{tail + what + '.' if tail else ''}"
+            cost = (f"costs {usd(sr, 2)} {RENTED_WORDS if dk in rented else held}" if sr is not None else
+                    f"has no price here: {_unpriced(short)}")
+            msg = (f"one more {what} of '{dk}'{when} {cost} ({need:g} a year planned).{tail + what + '.' if tail else ''}"
                    f"{_by_year(short, dk)}")
             field = "train_tokens_per_day" if rl else "runs_per_year"  # (an RL job's trainer runs once a day)
-            rows.append(row("demand", f"jobs.{job.name}.{field}", short.tight.get(dk, False), sr, unit,
-                             msg, "short-run"))
+            rows.append(_settled(row("demand", f"jobs.{job.name}.{field}", short.tight.get(dk, False), sr, unit,
+                                     msg, "short-run"), sr))
         else:
             price = (f"costs {usd(lr, 2)} {'in NPV' if fm.npv else 'per year'} (LP relaxation: its share of "
                      "purchase and support)" if lr is not None else
