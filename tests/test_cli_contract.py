@@ -149,14 +149,40 @@ def test_cbc_killed(monkeypatch, tmp_path, plan_cli):
 
 
 def test_out_of_time_with_a_plan_warns_with_its_gap(monkeypatch, tmp_path, plan_cli):
-    """CBC stopped by its time limit with an incumbent: the plan is printed, verified, marked
-    'feasible', and stderr warns that optimality is not proven."""
+    """CBC stopped by its time limit with an incumbent, on one core (no HiGHS prover beside it:
+    app/beside.py): the plan is printed, verified, marked 'feasible', and stderr warns that
+    optimality is not proven."""
+    from planner.milp import mipbound
+
+    monkeypatch.setattr(mipbound, "cores", lambda: 1)
     monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=True))))
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--explain", "none")  # (the plan's own search)
     assert r.code == 0, r.err
     plan = json.loads(r.out)
     assert plan["status"] == "feasible" and plan["solver"]["gap"] is not None
     assert "warning: the plan is feasible but not proven optimal (gap up to" in r.err
+
+
+def test_a_plan_cbc_leaves_unproven_is_proven_by_highs_beside_it(monkeypatch, tmp_path, plan_cli):
+    """CBC stopped by its time limit with an incumbent, twice (its first share, then its search from
+    that plan): on two cores HiGHS's prover of the same model (app/beside.py) proves the plan
+    optimal, the plan being CBC's (or the prover's where cheaper), verified, with no warning."""
+    from planner.app import beside
+    from planner.milp import mipbound
+
+    if mipbound.cores() < mipbound.MIN_CORES:
+        pytest.skip("one core: no prover beside CBC")
+    started = []
+    real = beside.prover
+    monkeypatch.setattr(beside, "prover", lambda bound: started.append(real(bound)) or started[-1])
+    monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=True))))
+    r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--explain", "none")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    assert len(started) == 1 and started[0].proc is None  # started once, stopped
+    assert plan["status"] == "optimal" and plan["solver"]["gap"] <= 0.001 + 1e-12, plan["solver"]
+    assert "not proven optimal" not in r.err
+    assert plan["total_cost_usd_per_year"] == pytest.approx(135670.91, rel=1e-6)
 
 
 def test_a_search_the_time_limit_stopped_is_warned_once(capsys):

@@ -11,7 +11,7 @@ from conftest import SCENARIOS
 from test_bruteforce import scenario, serve
 from test_milp_core import N1, n_plus_1_brute_force
 
-from planner.app import narrowing, planning
+from planner.app import beside, narrowing, planning
 from planner.data import deadline
 from planner.data.scenario import load_scenario
 from planner.milp import fleet, mipbound, prover_child, prune, screening
@@ -334,7 +334,7 @@ def test_a_cheaper_plan_restarts_the_prover_only_where_its_cap_is_above_it_and_i
 
 
 def test_highs_searching_from_a_dearer_plan_finds_the_cheaper_one_and_it_is_planned_as_its():
-    """planning._polish: once the search has ended with time left and the gap not closed, HiGHS
+    """beside.polish: once the search has ended with time left and the gap not closed, HiGHS
     searches the model from the search's plan on the core the search has left; its cheaper plan is
     the plan (planning._cheaper), named as its, and a plan of the model. Here the search's plan of
     bank.yaml is made dearer by one system more than it needs."""
@@ -348,7 +348,7 @@ def test_highs_searching_from_a_dearer_plan_finds_the_cheaper_one_and_it_is_plan
     values = dict(best.values, **{bought.name: best.values[bought.name] + 1})
     dearer = dataclasses.replace(screening.start_plan(fm, values), status="feasible")
     assert dearer.objective > best.objective * 1.05
-    child = planning._polish(fm, dearer, 30.0)
+    child = beside.polish(fm, dearer, 30.0)
     if child is None:
         pytest.skip("one core: no search beside the prover")
     child.proc.wait(timeout=60)
@@ -356,7 +356,7 @@ def test_highs_searching_from_a_dearer_plan_finds_the_cheaper_one_and_it_is_plan
     assert child.proc is None and got.solver == prune.POLISH_NAME
     assert got.objective == pytest.approx(best.objective, rel=1e-6)
     assert screening.start_plan(fm, got.values).objective == pytest.approx(got.objective, rel=1e-9)
-    assert planning._polish(fm, dearer, planning.POLISH_MIN_S / 2) is None  # no time for it
+    assert beside.polish(fm, dearer, beside.POLISH_MIN_S / 2) is None  # no time for it
 
 
 def test_a_cost_below_the_full_models_bound_read_from_cbcs_log_is_no_plan_and_stops_nothing():

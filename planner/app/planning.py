@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from planner.app import narrowing
+from planner.app import beside, narrowing
 from planner.data import consistency as checks
 from planner.data import deadline
 from planner.data.errors import InfeasibleError, SolverError
@@ -96,8 +96,6 @@ for CBC's overrun past its limit: 2,000 generated jobs (benchmarks/milp.py --onl
 columns: 6.4-8.2 s from the search's end to the command's, the search ending up to 2.2 s past its
 limit (the command ran 67 s against its limit of 60 s before this time was set aside, 62.5-63.7 s
 with 1.2e-4, 61.0 s with this; 62.1 s in one draw with 1.8e-4: the rest is the run's own spread)"""
-POLISH_MIN_S = 1.0
-"""the least time left in which a search from the plan (_polish) is started"""
 ROOT_MIN_S = 2.0
 """the full model's root node is not started with less time than this for it, nor with less than its
 LP took (a root node solves the LP first: 500 generated jobs, LP 7.5 s, a root node given 2.4 s
@@ -161,7 +159,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
                 keep = bound.widened(screened)
                 if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
-                    prover = _prover(bound)
+                    prover = beside.prover(bound)
                 elif bound.optimum is not None:  # (an LP of HiGHS's: its duals)
                     seconds = LAGRANGIAN_BESIDE_SHARE * (b.left() if b is not None else time_limit_s or s.solver.time_limit_s)
                     lagrange = lagrangian.Beside(bound.model, bound.lp, bound.optimum, seconds)
@@ -171,22 +169,12 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         b = deadline.current()
         searcher = _second_search(fm, b) if prover is None or mipbound.cores() >= 3 else None
         if prover is None and bound is not None and (searcher is None or mipbound.cores() >= 3):
-            prover = _prover(bound)  # the full model's bound raised apart
+            prover = beside.prover(bound)  # the full model's bound raised apart
         return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher, lagrange)
     finally:
         for child in (prover, searcher, lagrange):
             if child is not None:
                 child.stop()
-
-
-def _prover(bound):
-    """The prover of the full model's bound (mipbound.start) for the time left, or None: no bound,
-    no budget, or no core for it."""
-    b = deadline.current()
-    if b is None or bound.objective is None:
-        return None
-    lagrange = None if bound.optimum is None else (lagrangian.labels(bound.model, bound.lp), bound.optimum)
-    return mipbound.start(bound.lp, b.left(), bound.lp_seconds, lagrange=lagrange)
 
 
 def _second_search(fm, b):
@@ -225,7 +213,13 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         room = max(1.0, b.left() - reserve)
         return room if limit is None else min(limit, room)
 
-    res = screening.search(fm, time_limit_s=within(short_limit), first=narrowing.narrower(bound, prover, s.solver.gap))
+    whole = bound is None and b is not None and s.solver.name == "cbc"  # (not shortlisted: CBC alone, first)
+    first_s = beside.first_limit(b.left()) if whole else short_limit
+    res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap))
+    if whole and beside.unproven(res, s.solver.gap, b.left() - reserve):  # a hard model: HiGHS's prover joins
+        bound, prover, res = beside.proven_beside(fm, res, b.left() - reserve, within(time_limit_s))
+    elif whole and res.status == "not-solved" and deadline.left() > ROOT_MIN_S + reserve:
+        res = beside.total_of(res, screening.search(fm, time_limit_s=within(time_limit_s)))  # no plan yet: the rest
     if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
         res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
     if searcher is not None:
@@ -266,7 +260,7 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
         b = deadline.current()
         root_s = share * b.left() if b is not None else ROOT_SHARE_UNBUDGETED * (time_limit_s or s.solver.time_limit_s)
         if measured.status == "feasible" and measured.gap is not None and measured.gap > s.solver.gap \
-                and _root_fits(root_s, bound.cbc_lp_seconds):
+                and fm.pairs_pruned and _root_fits(root_s, bound.cbc_lp_seconds):  # (a model searched whole: CBC's had its root)
             root_s -= bound.cbc_lp_seconds  # (CBC's overrun past its limit: one cut pass, about one LP)
             deadline.step("bound")  # a tighter valid bound: the full model's root node, with cuts,
             started = time.perf_counter()
@@ -279,7 +273,7 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
             b = deadline.current()
             if prune.against_full_model(res, bound, s.solver.gap).status == "feasible" and b is not None:
                 started = time.perf_counter()  # the search is done, the gap is not: the prover raises
-                polish = _polish(fm, res, share * b.left())  # the bound on (root's share), and HiGHS
+                polish = beside.polish(fm, res, share * b.left())  # the bound on (root's share), and HiGHS
                 prover.wait(s.solver.gap, res.objective, share * b.left(), polish)  # searches from the plan
                 if polish is not None:
                     res = _cheaper(fm, res, polish, prune.POLISH_NAME)
@@ -293,27 +287,6 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
         measured = prune.against_full_model(res, bound, s.solver.gap)
         res = dataclasses.replace(measured, seconds=searched)
     return cat, opts, fm, trimmed(fm, res)
-
-
-def _polish(fm, res, seconds: float):
-    """HiGHS's search of the searched model from its plan (mipbound.start_search) on the core the
-    search has left, while the prover raises the bound (_measured), or None: no time for it (less
-    than a second), no second core. A search that has ended leaves a plan it could not better in
-    its own way (CBC stops at the gap asked, of the shortlist's bound, not of the full model's),
-    and HiGHS's heuristics from it find cheaper ones: benchmarks/milp.py's 60 generated jobs, seed
-    6, CBC's 2,233,835 $/yr became 2,231,590 in 1.7 s on the shortlist (its optimum 2,230,199), and
-    the prover's bound then proved it within 1%."""
-    if seconds < POLISH_MIN_S or not res.ok:
-        return None
-    lp = relaxation(fm.prob)
-    if lp is None:
-        return None
-    import numpy as np
-
-    plan = np.zeros(len(lp.column))
-    for name, j in lp.column.items():
-        plan[j] = res.values.get(name, 0.0)
-    return mipbound.start_search(lp, seconds, plan)
 
 
 def _cheaper(fm, res, searcher, name: str = prune.SEARCHER_NAME):
