@@ -84,3 +84,17 @@ def test_a_part_day_rental_of_whole_nodes_says_what_it_assumes(plan_cli, tmp_pat
     assert "only 10 h a day: that assumes the capacity is given back each day and won again the next" in out
     path.write_text(text.replace("hours_per_day: 10", "hours_per_day: 24"))
     assert "given back each day" not in " ".join(plan_cli(path, "--explain", "none").out.split())
+
+
+def test_an_edge_jobs_unit_cost_says_it_holds_the_devices_capital_and_support(plan_cli, tmp_path):
+    """300 robots' devices: the unit cost read 'at the planned batch, capital, power and hosting
+    included' (the expert review) where it holds the devices' capital and support only."""
+    path = tmp_path / "robots.yaml"
+    text = ("name: robots\nhorizon_years: 3\nsite: {ownership: on-prem}\npolicy: {acquisition: [buy]}\njobs:\n"
+                    "  - {name: brain, stage: edge, model: qwen3-8b, device: robot, devices: 300, precision: fp4, "
+                    "context_tokens: 8192, min_tokens_per_s: 15}\n")
+    plan = planned_json(plan_cli, path, text)
+    job = plan["jobs"][0]
+    assert set(plan["cost_breakdown_usd_per_year"]) == {"capital", "support"}, plan["cost_breakdown_usd_per_year"]
+    unit = job["checks"]["unit_cost"]
+    assert "capital and support included" in unit and "hosting" not in unit and "planned batch" not in unit, unit

@@ -222,6 +222,8 @@ def _included(job: dict, pooled: bool = False) -> str:
              "rented": "the rental prices", "api": "the API's token prices"}
     if {"owned", "held"} <= kinds:  # (not "capital, power and hosting and power and hosting": the second review)
         words["owned"], kinds = "power and hosting (capital for the systems bought)", kinds - {"held"}
+    if job.get("stage") == "edge":  # (the expert review: devices cost capital and support; their hosts power them)
+        return ", the devices' capital and support included (their power is the robots' or hosts', not priced)"
     held = listed([words[k] for k in words if k in kinds] or ["its costs"])
     return API_ONLY if kinds == {"api"} else f" at the planned batch, {held} included"
 
@@ -372,8 +374,7 @@ the capacity a GPU cloud most often has none of on demand (economics.md s5a)"""
 def _part_day_rentals(plan: dict, s) -> str:
     """' On demand 1x h100-sxm-x8 (nebius) is rented only 12 h a day: ...' for on-demand rentals of
     whole nodes, or of any marketplace host (no capacity promise at all: the finance review), that only
-    part-day jobs use: their cost assumes the capacity is given back each day and won again the next
-    (the new-user review)."""
+    part-day jobs use: their cost assumes the capacity is given back each day and won again the next."""
     hours = {j.name: getattr(j, "hours_per_day", 24.0) for j in s.jobs}
     busy: dict[str, float] = {}
     for job in plan["jobs"]:
