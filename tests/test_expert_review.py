@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 
@@ -96,3 +97,26 @@ def test_a_demand_row_the_time_left_could_not_price_is_open_not_slack(plan_cli, 
     path = tmp_path / "cut.yaml"
     text = plan_cli(path, "--explain", "brief").out
     assert "[open] jobs.chat.concurrent_users" in text and "[slack] jobs.chat" not in text
+
+
+def test_a_coverage_budgets_price_names_the_fleet_it_takes_and_how_far_over_the_budget(plan_cli, tmp_path):
+    # it read '$132,447/yr more serves 122 of them' beside a $120,000 budget the plan spent $108,628 of:
+    # a finance reader asked for $132,447 more budget where $121,075 more would do
+    job = {"name": "assistant", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8", "concurrent_users": 300,
+           "min_tokens_per_s_per_user": 20}
+    doc = {"name": "maxcov", "site": {"ownership": "cloud"},
+           "policy": {"acquisition": ["on-demand"], "accelerators": ["h100-sxm"]},
+           "budget": {"usd_per_year": 100000, "mode": "max-coverage"}, "jobs": [job]}
+    path = tmp_path / "maxcov.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    row = next(x for x in plan["explanations"] if x["constraint"] == "budget.usd_per_year")
+    spent = plan["total_cost_usd_per_year"]
+    fleet = float(row["message"].split("a fleet of $")[1].split("/yr")[0].replace(",", ""))
+    over = float(row["message"].split("/yr ($")[1].split(" over the $100,000 budget")[0].replace(",", ""))
+    assert f"(the plan spends ${spent:,.0f})" in row["message"] and spent <= 100000
+    assert over == pytest.approx(fleet - 100000, abs=1) and fleet > 100000, row["message"]
+    extra = float(row["message"].split("(")[3].split("/yr more than the plan")[0].lstrip("$").replace(",", ""))
+    assert extra == pytest.approx(fleet - spent, abs=1)

@@ -107,7 +107,9 @@ class JobBase(Strict):
     name: str = Field(min_length=1, max_length=80, pattern=NAME_PATTERN,
                       description="the job's name, unique in the scenario (letters, digits, space, _ . -)")
     model: str = Field(description="model id from `plan catalog models` or from this file's models: list")
-    priority: float = Field(1.0, gt=0, le=1e6, description="weight in max-coverage mode")
+    priority: float = Field(1.0, gt=0, le=1e6, description=(
+        "weight in max-coverage mode, on the share of the job's demand left unserved (not on its users: "
+        "10% of a 200-user job weighs as 10% of a 100-user one at the same priority)"))
     growth_per_year: float = Field(0.0, ge=-0.9, le=10, description="demand growth per year, fraction")
     demand_multipliers: Optional[list[Positive]] = Field(None, description="per-year demand factors")
 

@@ -77,7 +77,8 @@ class Budget(Strict):
     opex_usd_per_year: Optional[float] = Field(None, ge=0, le=1e13, description="cap on rentals, power, hosting")
     years: list[YearBudget] = Field(default_factory=list, description="per-year caps (multi-year plans)")
     mode: Literal["min-cost", "max-coverage"] = Field(
-        "min-cost", description="max-coverage: serve as much weighted demand as the budget allows")
+        "min-cost", description=("max-coverage: within the budget, least sum over jobs of priority x the share "
+                                 "of the job's demand left unserved, then least cost"))
     basis: Optional[Literal["annualised", "cash"]] = Field(None, description=(
         "what usd_per_year and budget.years[].usd cap: 'annualised', the year's cost in the accounting "
         "view (each purchase's price less its discounted resale spread over the years it is held, a "

@@ -90,9 +90,11 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
             if got.get("cost") is not None and unserved > got["unserved_users"] + 1e-6:
                 extra = got["cost"] - base
                 price = extra / (unserved - got["unserved_users"])
+                over = f" ({usd(got['cost'] - cap)} over the {usd(cap)} budget)" if got["cost"] > cap else ""
                 rows.append(row("budget", constraint, True, price, "USD per year per extra user served",
-                                 f"the budget binds: {unserved:,.0f} users go unserved; {usd(extra)}/yr more "
-                                 f"serves {unserved - got['unserved_users']:,.0f} of them ({usd(price)} per user-year)",
+                                 f"the budget binds: {unserved:,.0f} users go unserved (the plan spends {usd(base)}); "
+                                 f"a fleet of {usd(got['cost'])}/yr{over} serves {unserved - got['unserved_users']:,.0f} "
+                                 f"of them ({usd(extra)}/yr more than the plan: {usd(price)} per user-year)",
                                  "re-planned"))
                 continue
         use, year, year_cap = replan.budget_spend(plan, budget_basis(s))[name]
