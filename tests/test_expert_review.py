@@ -120,3 +120,27 @@ def test_a_coverage_budgets_price_names_the_fleet_it_takes_and_how_far_over_the_
     assert over == pytest.approx(fleet - 100000, abs=1) and fleet > 100000, row["message"]
     extra = float(row["message"].split("(")[3].split("/yr more than the plan")[0].lstrip("$").replace(",", ""))
     assert extra == pytest.approx(fleet - spent, abs=1)
+
+
+def test_an_accelerator_that_serves_less_says_so_before_its_cost(plan_cli, tmp_path):
+    # it read "b300 serves-less -99,509 the cheapest plan running 'code-assist', 'core-chat', 'monthly-tune' on
+    # it costs $9,118/yr": the $9,118 fleet ran the fine-tune alone, and the minus read as a saving
+    jobs = [{"name": "core-chat", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8", "context_tokens": 8192,
+             "concurrent_users": 200, "min_tokens_per_s_per_user": 20, "max_ttft_s": 2, "priority": 3},
+            {"name": "code-assist", "stage": "serve", "model": "qwen3-32b", "precision": "fp8", "context_tokens": 32768,
+             "concurrent_users": 100, "min_tokens_per_s_per_user": 40, "max_ttft_s": 2, "priority": 2},
+            {"name": "monthly-tune", "stage": "finetune", "model": "llama-3.3-70b", "method": "lora",
+             "dataset_tokens": 2e8, "epochs": 2, "runs_per_year": 12, "max_hours_per_run": 48}]
+    doc = {"name": "tight", "site": {"ownership": "cloud"}, "policy": {"acquisition": ["on-demand", "reserved-1y"],
+           "stacks": ["cuda"]}, "budget": {"usd_per_year": 120000, "mode": "max-coverage"}, "jobs": jobs}
+    path = tmp_path / "tight.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = plan_cli(path, "--format", "json")
+    assert r.code == 0, r.err
+    less = [a for a in json.loads(r.out)["alternatives"] if a["status"] == "serves-less"]
+    assert less
+    for a in less:
+        assert a["reason"].startswith("the best plan with ") and " only on it serves less: it leaves " in a["reason"]
+        tail = "less than the plan)" if a["cost_delta_usd_per_year"] < 0 else f"(+${a['cost_delta_usd_per_year']:,.0f})"
+        assert "; it costs $" in a["reason"] and tail in a["reason"], a["reason"]
+        assert "the cheapest plan running" not in a["reason"], a["reason"]

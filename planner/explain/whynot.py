@@ -289,17 +289,24 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
             within, least = proven_within(got, base)
             sign = (f"+{_usd(delta)}" if delta > 0 else "the plan's cost, within the solver's gap" if delta == 0 else
                     f"{_usd(-delta)} less than the plan" + ("" if lost else ", within the solver's gap or the plan's candidate pairs"))
+            said = (f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr ({sign}{within if delta > 0 else ''}): "
+                    if not lost else  # (the expert review: "running ... on it" read as serving them, a minus as a saving)
+                    f"the best plan {_only(note)} serves less{coverage_text(plan, lost).replace('; it', ': it', 1)}; it "
+                    f"costs {bound}{_usd(got['cost'])}/yr ({sign}): ")
             row.update(status="serves-less" if lost else "costlier", cost_delta_usd_per_year=round(delta, 2),
-                       fleet=got["fleet"], basis="milp",
-                       reason=f"the cheapest plan {note} costs {bound}{_usd(got['cost'])}/yr "
-                              f"({sign}{within if delta > 0 else ''}{coverage_text(plan, lost)}): "
-                              + fleet_text(got["fleet"]) + cut_words(got),
+                       fleet=got["fleet"], basis="milp", reason=said + fleet_text(got["fleet"]) + cut_words(got),
                        **({"unserved_jobs": lost} if lost else {}), **(least if delta > 0 else {}))
         rows.append(row)
     order = {"costlier": 0, "serves-less": 1, "not-evaluated": 2, "infeasible": 3}
     rows.sort(key=lambda r: (order[r["status"]], r["cost_delta_usd_per_year"] is None,
                              r["cost_delta_usd_per_year"] or 0.0, r["accelerator"]))
     return rows
+
+
+def _only(note: str) -> str:
+    """"running 'a', 'b' on it" as a coverage plan's restriction: "with 'a', 'b' only on it" (it may
+    leave them unserved)."""
+    return "with " + note.removeprefix("running ").removesuffix(" on it") + " only on it"
 
 
 def _caps_unchecked(s) -> str:
