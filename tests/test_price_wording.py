@@ -98,3 +98,26 @@ def test_an_edge_jobs_unit_cost_says_it_holds_the_devices_capital_and_support(pl
     assert set(plan["cost_breakdown_usd_per_year"]) == {"capital", "support"}, plan["cost_breakdown_usd_per_year"]
     unit = job["checks"]["unit_cost"]
     assert "capital and support included" in unit and "hosting" not in unit and "planned batch" not in unit, unit
+
+
+def test_a_trainer_beside_serving_on_one_system_is_said_to_run_beside_it(plan_cli, tmp_path):
+    """An RL trainer on 4 of a b300-x8's 8 accelerators beside serving on the other 4 read 'batch runs
+    take 4 at a time, in the hours serving leaves' (the expert review: it runs at the same time); where
+    serving fills the system the runs take the hours it leaves."""
+    path = tmp_path / "rl.yaml"
+    path.write_text("name: rl\nhorizon_years: 2\nsite: {ownership: colo, power_usd_per_kwh: 0.11, cooling: air}\n"
+                    "policy: {acquisition: [buy, on-demand, reserved-1y], stacks: [cuda]}\njobs:\n"
+                    "  - {name: grpo, stage: rl, model: qwen3-32b, method: full, precision: bf16, rollout_tokens_per_s: 40000,"
+                    " rollout_context_tokens: 16384, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 1.0e9}\n"
+                    "  - {name: product, stage: serve, model: qwen3-32b, precision: fp8, context_tokens: 16384,"
+                    " concurrent_users: 300, min_tokens_per_s_per_user: 30, max_ttft_s: 2}\n")
+    res = plan_cli(path, "--format", "json")
+    assert res.code == 0, res.err
+    rows = [e["message"] for e in json.loads(res.out)["explanations"] if "batch runs take" in e["message"]]
+    assert rows, "no system row hosts batch runs"
+    for m in rows:
+        used, per = (int(x) for x in m.split(" accelerators busy")[0].rsplit("; ", 1)[1].split(" of "))
+        runs = int(m.split("batch runs take ")[1].split(" at a time")[0])
+        said = "beside serving, on accelerators it leaves free" if used + runs <= per else "in the hours serving leaves"
+        assert said in m, m
+    assert any("beside serving" in m for m in rows), rows

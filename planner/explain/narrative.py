@@ -182,7 +182,8 @@ def _system_rows(plan, fm, res, fleet, more) -> list[dict]:
                         if p["offer"] == oid and p.get("hours_per_run")), default=0)  # (batch: the hours rows hold them)
             busy = (f"; {used:g} of {per} accelerators busy {'serving ' if runs else ''}at peak{stranded}"
                     + (f", {spare:g} kept free as the N+1 spare" if spare else shared)
-                    + (f"; batch runs take {runs:g} at a time, in the hours serving leaves" if runs else ""))
+                    + (f"; batch runs take {runs:g} at a time, " + ("beside serving, on accelerators it leaves free"
+                       if used + runs <= per + 1e-6 else "in the hours serving leaves") if runs else ""))
         fixed = shadow.fixed_cost_per_system(fm, oid)
         if delta is None:
             tail = (f"; you own {n} (the scenario's owned)" if is_held(o) else
