@@ -152,15 +152,18 @@ def test_out_of_time_with_a_plan_warns_with_its_gap(monkeypatch, tmp_path, plan_
     """CBC stopped by its time limit with an incumbent, on one core (no HiGHS prover beside it:
     app/beside.py): the plan is printed, verified, marked 'feasible', and stderr warns that
     optimality is not proven."""
-    from planner.milp import mipbound
+    from planner.milp import mipbound, screening
 
     monkeypatch.setattr(mipbound, "cores", lambda: 1)
+    limits, real = [], screening.search
+    monkeypatch.setattr(screening, "search", lambda fm, **k: limits.append(k.get("time_limit_s")) or real(fm, **k))
     monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=True))))
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--explain", "none")  # (the plan's own search)
     assert r.code == 0, r.err
     plan = json.loads(r.out)
     assert plan["status"] == "feasible" and plan["solver"]["gap"] is not None
     assert "warning: the plan is feasible but not proven optimal (gap up to" in r.err
+    assert len(limits) == 1 and limits[0] > 0.5 * 60  # one search, given (nearly) the whole limit: no first share
 
 
 def test_a_plan_cbc_leaves_unproven_is_proven_by_highs_beside_it(monkeypatch, tmp_path, plan_cli):

@@ -4,6 +4,7 @@ a job the budget leaves unserved is not priced at $0 a user."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -101,25 +102,32 @@ def test_a_demand_row_the_time_left_could_not_price_is_open_not_slack(plan_cli, 
 
 def test_a_coverage_budgets_price_names_the_fleet_it_takes_and_how_far_over_the_budget(plan_cli, tmp_path):
     # it read '$132,447/yr more serves 122 of them' beside a $120,000 budget the plan spent $108,628 of:
-    # a finance reader asked for $132,447 more budget where $121,075 more would do
+    # a finance reader asked for $132,447 more budget where $121,075 more would do; spend and budget are
+    # compared in the budget's basis (cash here: a bought fleet pays its purchases in full in year 1)
     job = {"name": "assistant", "stage": "serve", "model": "llama-3.3-70b", "precision": "fp8", "concurrent_users": 300,
            "min_tokens_per_s_per_user": 20}
-    doc = {"name": "maxcov", "site": {"ownership": "cloud"},
-           "policy": {"acquisition": ["on-demand"], "accelerators": ["h100-sxm"]},
-           "budget": {"usd_per_year": 100000, "mode": "max-coverage"}, "jobs": [job]}
-    path = tmp_path / "maxcov.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    r = plan_cli(path, "--format", "json")
-    assert r.code == 0, r.err
-    plan = json.loads(r.out)
-    row = next(x for x in plan["explanations"] if x["constraint"] == "budget.usd_per_year")
-    spent = plan["total_cost_usd_per_year"]
-    fleet = float(row["message"].split("a fleet of $")[1].split("/yr")[0].replace(",", ""))
-    over = float(row["message"].split("/yr ($")[1].split(" over the $100,000 budget")[0].replace(",", ""))
-    assert f"(the plan spends ${spent:,.0f})" in row["message"] and spent <= 100000
-    assert over == pytest.approx(fleet - 100000, abs=1) and fleet > 100000, row["message"]
-    extra = float(row["message"].split("(")[3].split("/yr more than the plan")[0].lstrip("$").replace(",", ""))
-    assert extra == pytest.approx(fleet - spent, abs=1)
+    for basis, acquisition in (("annualised", "on-demand"), ("cash", "buy")):
+        doc = {"name": "maxcov", "site": {"ownership": "cloud" if acquisition != "buy" else "colo"},
+               "policy": {"acquisition": [acquisition], "accelerators": ["h100-sxm"]},
+               "budget": {"usd_per_year": 100000, "mode": "max-coverage", "basis": basis}, "jobs": [job]}
+        path = tmp_path / "maxcov.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        r = plan_cli(path, "--format", "json")
+        assert r.code == 0, r.err
+        plan = json.loads(r.out)
+        msg = next(x for x in plan["explanations"] if x["constraint"] == "budget.usd_per_year")["message"]
+        spent = plan["cash_first_year_usd"] if basis == "cash" else plan["total_cost_usd_per_year"]
+
+        def amount(text: str) -> float:
+            return float(text.lstrip("$").replace(",", ""))
+        assert f"(the plan spends ${spent:,.0f} of $100,000)" in msg and spent <= 100000, msg
+        found = re.search(r"a fleet that spends \$([\d,]+), \$([\d,]+) over the budget,", msg)
+        assert found, msg
+        spends, over = amount(found.group(1)), amount(found.group(2))
+        assert spends > 100000 and over == pytest.approx(spends - 100000, abs=1), msg
+        cost = amount(msg.split(" of them at ")[1].split("/yr")[0])
+        extra = amount(msg.split("/yr (")[1].split("/yr more than the plan")[0])
+        assert extra == pytest.approx(cost - plan["total_cost_usd_per_year"], abs=1), msg
 
 
 def test_an_accelerator_that_serves_less_says_so_before_its_cost(plan_cli, tmp_path):
@@ -140,7 +148,7 @@ def test_an_accelerator_that_serves_less_says_so_before_its_cost(plan_cli, tmp_p
     less = [a for a in json.loads(r.out)["alternatives"] if a["status"] == "serves-less"]
     assert less
     for a in less:
-        assert a["reason"].startswith("the best plan with ") and " only on it serves less: it leaves " in a["reason"]
+        assert a["reason"].startswith("the best plan with ") and " allowed only on it serves less: it leaves " in a["reason"]
         tail = "less than the plan)" if a["cost_delta_usd_per_year"] < 0 else f"(+${a['cost_delta_usd_per_year']:,.0f})"
         assert "; it costs $" in a["reason"] and tail in a["reason"], a["reason"]
         assert "the cheapest plan running" not in a["reason"], a["reason"]

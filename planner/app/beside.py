@@ -25,6 +25,7 @@ import time
 from planner.app import narrowing
 from planner.data import deadline
 from planner.milp import lagrangian, mipbound, prune, screening
+from planner.milp.relaxation import available as relaxation_available
 from planner.milp.relaxation import relaxation
 
 HARD_SHARE, HARD_MIN_S = 0.1, 2.0
@@ -34,6 +35,12 @@ POLISH_MIN_S = 1.0
 """the least time left in which a search from the plan (polish) is started"""
 
 
+def possible(s) -> bool:
+    """Whether a prover can join CBC's search of a model searched whole: CBC the scenario's solver, a
+    second core, HiGHS importable. Where not, CBC searches alone for the whole time, as before."""
+    return s.solver.name == "cbc" and mipbound.cores() >= mipbound.MIN_CORES and relaxation_available()
+
+
 def first_limit(seconds_left: float) -> float:
     """How long CBC searches alone before a prover joins it."""
     return max(HARD_MIN_S, HARD_SHARE * seconds_left)
@@ -41,9 +48,8 @@ def first_limit(seconds_left: float) -> float:
 
 def unproven(res, gap: float, seconds_left: float) -> bool:
     """Whether a search ended on a plan not proven within the gap asked, with time left to prove it
-    (a second core, HiGHS, more than twice HARD_MIN_S)."""
-    return (res.status == "feasible" and mipbound.cores() >= mipbound.MIN_CORES
-            and seconds_left > 2 * HARD_MIN_S and (res.gap is None or res.gap > gap))
+    (more than twice HARD_MIN_S)."""
+    return res.status == "feasible" and seconds_left > 2 * HARD_MIN_S and (res.gap is None or res.gap > gap)
 
 
 def own_bound(fm, res, seconds: float):
@@ -98,14 +104,14 @@ def proven_beside(fm, res, seconds: float, limit: float | None):
     values reloaded, where the second search found none cheaper; the bound raised to what CBC proved."""
     bound = own_bound(fm, res, seconds)
     found = prover(bound) if bound is not None else None
-    if found is None:
-        return bound, None, res
-    again = screening.search(fm, time_limit_s=limit, warm=True,
-                             first=narrowing.narrower(bound, found, fm.scenario.solver.gap))
+    first = narrowing.narrower(bound, found, fm.scenario.solver.gap) if found is not None else None
+    again = screening.search(fm, time_limit_s=limit, warm=True, first=first)  # (no prover: CBC alone, on)
     if again.ok and again.objective <= res.objective:
         res = total_of(res, again)
     else:
         screening.load_values(fm, res.values)  # (the second search moved them)
+    if bound is None:  # (no LP bound of HiGHS's: the plan as CBC measured it)
+        return None, found, res
     proved = res.objective * (1 - (res.gap or 0.0)) if res.status == "optimal" else res.bound
     return prune.raised(bound, proved), found, res
 

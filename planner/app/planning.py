@@ -213,40 +213,42 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         room = max(1.0, b.left() - reserve)
         return room if limit is None else min(limit, room)
 
-    whole = bound is None and b is not None and s.solver.name == "cbc"  # (not shortlisted: CBC alone, first)
+    whole = bound is None and b is not None and beside.possible(s)  # (not shortlisted: CBC alone, first)
     first_s = beside.first_limit(b.left()) if whole else short_limit
     res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap))
-    if whole and beside.unproven(res, s.solver.gap, b.left() - reserve):  # a hard model: HiGHS's prover joins
-        bound, prover, res = beside.proven_beside(fm, res, b.left() - reserve, within(time_limit_s))
-    elif whole and res.status == "not-solved" and deadline.left() > ROOT_MIN_S + reserve:
-        res = beside.total_of(res, screening.search(fm, time_limit_s=within(time_limit_s)))  # no plan yet: the rest
-    if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
-        res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
-    if searcher is not None:
-        res = _cheaper(fm, res, searcher)
-    if res.status == "infeasible" and not fm.pairs_pruned:
-        deadline.step("diagnosis")
-        raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
-    if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
-        fm, bound = model.build(s, cat, opts, prune=False), None
-        res = screening.search(fm, time_limit_s=time_limit_s)
-        if res.status == "infeasible":
+    own = late = None  # (children started here: stopped however this ends)
+    try:
+        if whole and beside.unproven(res, s.solver.gap, b.left() - reserve):  # a hard model: HiGHS's prover joins
+            bound, prover, res = beside.proven_beside(fm, res, b.left() - reserve, within(time_limit_s))
+            own = prover
+        elif whole and res.status == "not-solved" and deadline.left() > ROOT_MIN_S + reserve:
+            res = beside.total_of(res, screening.search(fm, time_limit_s=within(time_limit_s)))  # no plan yet: the rest
+        if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
+            res = screening.search(fm, time_limit_s=within(time_limit_s))  # no plan in the search's share: it gets the root's too
+        if searcher is not None:
+            res = _cheaper(fm, res, searcher)
+        if res.status == "infeasible" and not fm.pairs_pruned:
             deadline.step("diagnosis")
             raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
-    require_solution(res, s)
-    if bound is not None and lagrange is not None and bound.lp is not None:
-        found = lagrange.result()  # (its cuts for the late prover below: it starts from their bound)
-        bound = prune.raised(bound, found.value)
-        bound.lp.add_array_rows(found.rows)
-    late = None
-    if bound is not None and prover is None and searcher is not None and bound.objective is not None:
-        prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is
-                                       (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (narrowing.py)
-    try:
+        if res.status == "infeasible":  # the shortlist lost every feasible plan: solve every pair
+            fm, bound = model.build(s, cat, opts, prune=False), None
+            res = screening.search(fm, time_limit_s=time_limit_s)
+            if res.status == "infeasible":
+                deadline.step("diagnosis")
+                raise InfeasibleError(diagnose(s, cat, opts, time_limit_s))
+        require_solution(res, s)
+        if bound is not None and lagrange is not None and bound.lp is not None:
+            found = lagrange.result()  # (its cuts for the late prover below: it starts from their bound)
+            bound = prune.raised(bound, found.value)
+            bound.lp.add_array_rows(found.rows)
+        if bound is not None and prover is None and searcher is not None and bound.objective is not None:
+            prover = late = mipbound.start(bound.lp, deadline.left(), bound.lp_seconds,  # the second search's core is
+                                           (1 - s.solver.gap) * res.objective, bound.optimum)  # free: narrowed (narrowing.py)
         return _measured(s, cat, opts, fm, res, bound, prover, time_limit_s, share)
     finally:
-        if late is not None:
-            late.stop()
+        for child in (late, own):
+            if child is not None:
+                child.stop()
 
 
 def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, share: float):
@@ -274,13 +276,17 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
             if prune.against_full_model(res, bound, s.solver.gap).status == "feasible" and b is not None:
                 started = time.perf_counter()  # the search is done, the gap is not: the prover raises
                 polish = beside.polish(fm, res, share * b.left())  # the bound on (root's share), and HiGHS
-                prover.wait(s.solver.gap, res.objective, share * b.left(), polish)  # searches from the plan
+                try:  # searches from the plan
+                    prover.wait(s.solver.gap, res.objective, share * b.left(), polish)
+                finally:
+                    if polish is not None:
+                        polish.stop()  # (its plan read: _cheaper below takes it)
                 if polish is not None:
                     res = _cheaper(fm, res, polish, prune.POLISH_NAME)
                 searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
             dearer = prover.plan is None or not prune.cheaper(prover.plan[0], res.objective)
-            found = None if dearer else prune.prover_plan(bound, prover.plan)  # (checked only if cheaper:
+            found = None if dearer else prune.prover_plan(bound, prover.plan, not fm.pairs_pruned)  # (checked only if cheaper:
             if found is not None and prune.cheaper(found.objective, res.objective):  # 0.2 s on 60 jobs)
                 fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
                 screening.load_values(fm, res.values)

@@ -90,12 +90,13 @@ def cap_rows(plan, s, outcomes, long) -> list[dict]:
             if got.get("cost") is not None and unserved > got["unserved_users"] + 1e-6:
                 extra = got["cost"] - base
                 price = extra / (unserved - got["unserved_users"])
-                over = f" ({usd(got['cost'] - cap)} over the {usd(cap)} budget)" if got["cost"] > cap else ""
+                use, free_use = replan.budget_spend(plan, budget_basis(s))[name][0], got["spend"][name][0]
+                over = f", {usd(free_use - cap)} over the budget," if free_use > cap else ""  # (in the budget's basis)
                 rows.append(row("budget", constraint, True, price, "USD per year per extra user served",
-                                 f"the budget binds: {unserved:,.0f} users go unserved (the plan spends {usd(base)}); "
-                                 f"a fleet of {usd(got['cost'])}/yr{over} serves {unserved - got['unserved_users']:,.0f} "
-                                 f"of them ({usd(extra)}/yr more than the plan: {usd(price)} per user-year)",
-                                 "re-planned"))
+                                 f"the budget binds: {unserved:,.0f} users go unserved (the plan spends {usd(use)} of "
+                                 f"{usd(cap)}); a fleet that spends {usd(free_use)}{over} serves "
+                                 f"{unserved - got['unserved_users']:,.0f} of them at {usd(got['cost'])}/yr ({usd(extra)}/yr "
+                                 f"more than the plan: {usd(price)} per user-year)", "re-planned"))
                 continue
         use, year, year_cap = replan.budget_spend(plan, budget_basis(s))[name]
         state = _cap_state(got, base, tol)

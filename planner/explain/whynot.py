@@ -304,9 +304,9 @@ def alternatives(plan: dict, s, cat, fm: FleetModel, outcomes: dict, bounds: dic
 
 
 def _only(note: str) -> str:
-    """"running 'a', 'b' on it" as a coverage plan's restriction: "with 'a', 'b' only on it" (it may
-    leave them unserved)."""
-    return "with " + note.removeprefix("running ").removesuffix(" on it") + " only on it"
+    """"running 'a', 'b' on it" (or "the 5 jobs it can run") as a coverage plan's restriction, which may leave them unserved."""
+    jobs = note.removeprefix("running ").removesuffix(" on it").removesuffix(" it can run")
+    return f"with {jobs} allowed only on it"
 
 
 def _caps_unchecked(s) -> str:

@@ -277,10 +277,11 @@ def _fitted(v: pulp.LpVariable, x: float) -> float:
     return x
 
 
-def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
+def prover_plan(bound: FullBound, plan: tuple[float, object] | None, whole: bool = False) -> SolveResult | None:
     """The prover's cheapest plan (mipbound.Prover.incumbent: each column of the full model's LP,
-    bound.lp) as a plan of the full model (bound.model): plan_of."""
-    return plan_of(bound.model, bound.lp, plan, PROVER_NAME)
+    bound.lp) as a plan of the full model (bound.model): plan_of; `whole`: of a model searched
+    whole (app/beside.py), not beside a shortlist's search."""
+    return plan_of(bound.model, bound.lp, plan, WHOLE_PROVER_NAME if whole else PROVER_NAME)
 
 
 def plan_of(model: fleet.FleetModel | None, lp, plan: tuple[float, object] | None, solver: str) -> SolveResult | None:
@@ -307,9 +308,11 @@ def cheaper(cost: float, than: float) -> bool:
 
 PROVER_NAME = "highs (branch and cut on every pair, beside cbc's search of a shortlist)"
 """the solver named in a plan that the prover found (prover_plan)"""
+WHOLE_PROVER_NAME = "highs (branch and cut beside cbc's search)"
+"""the solver named in a plan that the prover of a model searched whole found (app/beside.py)"""
 SEARCHER_NAME = "highs (branch and cut on the shortlist, beside cbc's search of it)"
 """the solver named in a plan that the second search of a shortlist found (mipbound.start_search)"""
-POLISH_NAME = "highs (branch and cut on the shortlist, from cbc's plan)"
+POLISH_NAME = "highs (branch and cut from cbc's plan)"
 """the solver named in a plan that HiGHS's search from the search's plan found (app/planning._polish)"""
 
 

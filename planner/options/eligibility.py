@@ -133,7 +133,8 @@ def batch_offer_exclusion(d: Demand, opt: BatchOption, o: Offer, system: System)
 
 
 def _dominated(o: Offer, others: list[Offer]) -> bool:
-    """Same system and acquisition, no cheaper, no larger availability: never worth choosing."""
+    """Same system and acquisition, no cheaper, no larger availability: never worth choosing (unless
+    a cross-system pair needs it at its network: _pairs_at_its_network)."""
     if o.acquisition == "buy":
         return False
     cap = o.max_systems if o.max_systems is not None else math.inf
@@ -157,8 +158,30 @@ def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[st
         else:
             allowed[oid] = o
     pool = list(allowed.values())
-    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool)}
+    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool) or _pairs_at_its_network(o, pool, cat)}
     return kept, excluded
+
+
+def _pairs_at_its_network(o: Offer, pool: list[Offer], cat: Catalog) -> bool:
+    """Whether offer o's network (data.colocation.network_of) holds an offer of another system its
+    system may pair with for cross-system prefill/decode (physics.crossdisagg.linked): such a pair
+    keeps both halves on one network, so an offer cheaper elsewhere does not replace o there (the
+    diff review: with Lambda and AWS allowed, AWS's H100 nodes were dropped as dearer than
+    Lambda's, the H100/H200 pair was lost, and the plan cost more than with AWS alone)."""
+    from planner.data.colocation import network_of
+    from planner.physics.crossdisagg import linked
+
+    mine = cat.systems[o.system]
+    if not mine.scaleout_gbps:
+        return False
+    net, acc = network_of(o), cat.accelerators[mine.accelerator]
+    for q in pool:
+        if q.system != o.system and network_of(q) == net:
+            other = cat.systems[q.system]
+            if linked(mine, other, acc, cat.accelerators[other.accelerator]) or linked(
+                    other, mine, cat.accelerators[other.accelerator], acc):
+                return True
+    return False
 
 
 def record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: dict) -> None:
