@@ -76,7 +76,7 @@ def define_pairs(fm: FleetModel) -> None:
     scenarios; above shortlist.PRUNE_ABOVE pairs a heuristic whose plan is measured against the
     full model's bound, prune.py)."""
     serve = {dk: [(i, oid) for i, opt in enumerate(opts)
-                  for oid in fm.options.offers_for(dk, opt.system)]
+                  for oid in fm.options.offers_for(dk, opt.system, pairs=opt.half is not None)]
              for dk, opts in sorted(fm.options.serve.items())}
     batch = {dk: [(i, oid) for i, opt in enumerate(opts)
                   for oid in _batch_offers(fm, fm.options.demands[dk], opt)]

@@ -206,7 +206,7 @@ def build(s: Scenario, cat: Catalog, reuse: Options | None = None, rebuild: froz
 
 def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[str]) -> Options:
     opts = Options()
-    opts.offers, opts.excluded_offers = allowed_offers(s, cat)
+    opts.offers, opts.excluded_offers, opts.pair_only = allowed_offers(s, cat)
     jobs = {j.name: j for j in s.jobs}
     cache: dict = {}
     rows = measured.rows_of(s, cat)

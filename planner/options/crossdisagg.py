@@ -46,7 +46,7 @@ def network_prices(s, opts, d, system) -> dict[str, float]:
     `system` demand d may use."""
     out: dict[str, float] = {}
     hours = hours_per_year(d)
-    for oid in opts.offers_for(d.key, system.id):
+    for oid in opts.offers_for(d.key, system.id, pairs=True):
         o = opts.offers[oid]
         if costs.is_owned(o):
             fixed = sum(costs.owned_fixed_usd_per_year(o, system, s.site, s.policy.discount_rate,

@@ -148,7 +148,9 @@ def _dominated(o: Offer, others: list[Offer]) -> bool:
     return False
 
 
-def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[str, str]]:
+def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[str, str], set[str]]:
+    """(the offers the policy allows less the dominated ones, why the others are excluded, the
+    dominated ones kept for cross-system pairs only: _pairs_at_its_network)."""
     allowed, excluded = {}, {}
     for oid in sorted(cat.offers):
         o = cat.offers[oid]
@@ -158,8 +160,9 @@ def allowed_offers(s: Scenario, cat: Catalog) -> tuple[dict[str, Offer], dict[st
         else:
             allowed[oid] = o
     pool = list(allowed.values())
-    kept = {oid: o for oid, o in allowed.items() if not _dominated(o, pool) or _pairs_at_its_network(o, pool, cat)}
-    return kept, excluded
+    dominated = {oid for oid, o in allowed.items() if _dominated(o, pool)}
+    pair_only = {oid for oid in dominated if _pairs_at_its_network(allowed[oid], pool, cat)}
+    return {oid: o for oid, o in allowed.items() if oid not in dominated - pair_only}, excluded, pair_only
 
 
 def _pairs_at_its_network(o: Offer, pool: list[Offer], cat: Catalog) -> bool:
@@ -198,4 +201,6 @@ def record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: d
                 ok.append(oid)
         seen[key] = ok, why
     ok, why = seen[key]
+    opts.pair_eligible[d.key] = [oid for oid in ok if oid in opts.pair_only]  # (cross-system halves only)
+    ok = [oid for oid in ok if oid not in opts.pair_only]
     opts.eligible[d.key], opts.ineligible[d.key] = list(ok), dict(why)

@@ -102,6 +102,11 @@ class Options:
     """API offer of a job's model -> why the policy rules it out."""
     why_not: dict[str, dict[str, str]] = field(default_factory=dict)
     """demand -> accelerator -> why no configuration exists."""
+    pair_only: set = field(default_factory=set)
+    """offers dominated by another provider's (eligibility._dominated) kept for cross-system
+    prefill/decode halves alone, at a network where their system pairs with another"""
+    pair_eligible: dict[str, list[str]] = field(default_factory=dict)
+    """demand -> the pair_only offers it may use (offers_for(..., pairs=True))"""
 
     def note(self, demand: str, accelerator: str, reason: str) -> None:
         self.why_not.setdefault(demand, {}).setdefault(accelerator, reason)
@@ -116,12 +121,13 @@ class Options:
                 mine[demand] = list(theirs[demand])
         if demand in other.why_not:
             self.why_not[demand] = dict(other.why_not[demand])
+        self.pair_eligible[demand] = other.pair_eligible.get(demand, [])
         return True
 
     by_system: dict = field(default_factory=dict, repr=False, compare=False)
     """demand -> (its eligible list, system -> offer ids): offers_for's index, rebuilt when the list changes"""
 
-    def offers_for(self, demand: str, system_id: str) -> list[str]:
+    def offers_for(self, demand: str, system_id: str, pairs: bool = False) -> list[str]:
         """The offers of one system type demand may use (the only source of that rule). The model
         builds ask once per (option, demand): indexed per demand, not a scan of every offer."""
         eligible = self.eligible.get(demand, [])
@@ -131,4 +137,7 @@ class Options:
             for oid in eligible:
                 index.setdefault(self.offers[oid].system, []).append(oid)
             entry = self.by_system[demand] = (eligible, index)
-        return list(entry[1].get(system_id, ()))
+        found = list(entry[1].get(system_id, ()))
+        if pairs:  # (a cross-system half may use the pair_only offers too)
+            found += [oid for oid in self.pair_eligible.get(demand, ()) if self.offers[oid].system == system_id]
+        return found
