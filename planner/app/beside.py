@@ -46,10 +46,9 @@ def first_limit(seconds_left: float) -> float:
     return max(HARD_MIN_S, HARD_SHARE * seconds_left)
 
 
-def unproven(res, gap: float, seconds_left: float) -> bool:
-    """Whether a search ended on a plan not proven within the gap asked, with time left to prove it
-    (more than twice HARD_MIN_S)."""
-    return res.status == "feasible" and seconds_left > 2 * HARD_MIN_S and (res.gap is None or res.gap > gap)
+def unproven(res, gap: float) -> bool:
+    """Whether a search ended on a plan not proven within the gap asked."""
+    return res.status == "feasible" and (res.gap is None or res.gap > gap)
 
 
 def own_bound(fm, res, seconds: float):
@@ -99,10 +98,10 @@ def polish(fm, res, seconds: float):
 
 def proven_beside(fm, res, seconds: float, limit: float | None):
     """(bound, prover, plan) of a model searched whole that CBC did not prove in its first share
-    (the module docstring): the model's own LP bound and its prover, and CBC's search again from
-    its plan beside it (stopped once the prover proves the plan: narrowing.py); CBC's first plan,
+    (the module docstring): the model's own LP bound and its prover (where more than twice
+    HARD_MIN_S are left), and CBC's search again from its plan beside it (stopped once the prover proves the plan: narrowing.py); CBC's first plan,
     values reloaded, where the second search found none cheaper; the bound raised to what CBC proved."""
-    bound = own_bound(fm, res, seconds)
+    bound = own_bound(fm, res, seconds) if seconds > 2 * HARD_MIN_S else None  # (time to prove it: a prover)
     found = prover(bound) if bound is not None else None
     first = narrowing.narrower(bound, found, fm.scenario.solver.gap) if found is not None else None
     again = screening.search(fm, time_limit_s=limit, warm=True, first=first)  # (no prover: CBC alone, on)

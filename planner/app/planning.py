@@ -218,9 +218,9 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap))
     own = late = None  # (children started here: stopped however this ends)
     try:
-        if whole and beside.unproven(res, s.solver.gap, b.left() - reserve):  # a hard model: HiGHS's prover joins
+        if whole and beside.unproven(res, s.solver.gap) and deadline.left() > ROOT_MIN_S + reserve:  # a hard model:
             bound, prover, res = beside.proven_beside(fm, res, b.left() - reserve, within(time_limit_s))
-            own = prover
+            own = prover  # (HiGHS's prover joins CBC's next search)
         elif whole and res.status == "not-solved" and deadline.left() > ROOT_MIN_S + reserve:
             res = beside.total_of(res, screening.search(fm, time_limit_s=within(time_limit_s)))  # no plan yet: the rest
         if not res.ok and res.status == "not-solved" and short_limit != time_limit_s and deadline.left() > ROOT_MIN_S + reserve:
