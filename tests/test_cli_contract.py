@@ -265,9 +265,9 @@ def test_dash_reads_the_scenario_from_stdin_and_writes_to_stdout(tmp_path):
     assert not (tmp_path / "-").exists()
 
 
-def test_a_short_limit_still_searches_past_cbcs_first_share(monkeypatch, tmp_path, plan_cli):
-    """A 5 s limit: CBC's first share (2 s) ends unproven, too little is left for a prover, and CBC
-    searches on from its plan for the rest (the review: 3 s were left unused)."""
+def test_a_short_limit_is_searched_whole_by_cbc_alone(monkeypatch, tmp_path, plan_cli):
+    """A 5 s limit (under beside.WHOLE_MIN_S): one CBC search of the whole time, no first share and no
+    prover (a first share that found no plan cost an infeasible scenario its diagnosis)."""
     from planner.milp import screening
 
     limits, real = [], screening.search
@@ -275,4 +275,4 @@ def test_a_short_limit_still_searches_past_cbcs_first_share(monkeypatch, tmp_pat
     monkeypatch.setenv("PLANNER_CBC", str(fake_cbc(tmp_path, STOP_ON_TIME.format(real=real_cbc(), keep=True))))
     r = plan_cli(SCENARIOS / "bank.yaml", "--format", "json", "--explain", "none", "--time-limit", "5")
     assert r.code == 0, r.err
-    assert len(limits) == 2 and limits[0] <= 2.5 and limits[1] > 1.5, limits
+    assert len(limits) == 1 and limits[0] > 3.5, limits

@@ -35,10 +35,18 @@ POLISH_MIN_S = 1.0
 """the least time left in which a search from the plan (polish) is started"""
 
 
-def possible(s) -> bool:
+WHOLE_MIN_S = 20.0
+"""the least time left in which CBC's search of a model searched whole is split (its first share,
+then the prover beside it): a search that finds no plan in its share starts again, and on a 5 s
+limit the 2 s lost left an infeasible scenario's diagnosis no time (fuzz seed 6767 case 190: exit 4,
+where one search of the whole time proved it infeasible and diagnosed it)"""
+
+
+def possible(s, seconds_left: float) -> bool:
     """Whether a prover can join CBC's search of a model searched whole: CBC the scenario's solver, a
-    second core, HiGHS importable. Where not, CBC searches alone for the whole time, as before."""
-    return s.solver.name == "cbc" and mipbound.cores() >= mipbound.MIN_CORES and relaxation_available()
+    second core, HiGHS importable, WHOLE_MIN_S left. Where not, CBC searches alone for the whole time."""
+    return (s.solver.name == "cbc" and seconds_left >= WHOLE_MIN_S and mipbound.cores() >= mipbound.MIN_CORES
+            and relaxation_available())
 
 
 def first_limit(seconds_left: float) -> float:

@@ -213,7 +213,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
         room = max(1.0, b.left() - reserve)
         return room if limit is None else min(limit, room)
 
-    whole = bound is None and b is not None and beside.possible(s)  # (not shortlisted: CBC alone, first)
+    whole = bound is None and b is not None and beside.possible(s, b.left())  # (not shortlisted: CBC alone, first)
     first_s = beside.first_limit(b.left()) if whole else short_limit
     res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap))
     own = late = None  # (children started here: stopped however this ends)
