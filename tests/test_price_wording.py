@@ -106,7 +106,7 @@ def test_a_trainer_beside_serving_on_one_system_is_said_to_run_beside_it(plan_cl
     serving fills the system the runs take the hours it leaves."""
     path = tmp_path / "rl.yaml"
     path.write_text("name: rl\nhorizon_years: 2\nsite: {ownership: colo, power_usd_per_kwh: 0.11, cooling: air}\n"
-                    "policy: {acquisition: [buy, on-demand, reserved-1y], stacks: [cuda]}\njobs:\n"
+                    "policy: {acquisition: [buy, on-demand, reserved-1y], stacks: [cuda], accelerators: [b300, rtx-pro-6000]}\njobs:\n"
                     "  - {name: grpo, stage: rl, model: qwen3-32b, method: full, precision: bf16, rollout_tokens_per_s: 40000,"
                     " rollout_context_tokens: 16384, min_tokens_per_s_per_rollout: 20, train_tokens_per_day: 1.0e9}\n"
                     "  - {name: product, stage: serve, model: qwen3-32b, precision: fp8, context_tokens: 16384,"
