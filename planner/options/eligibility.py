@@ -199,8 +199,7 @@ def record_eligible(opts: Options, d: Demand, s: Scenario, cat: Catalog, seen: d
                 why[oid] = reason
             else:
                 ok.append(oid)
-        seen[key] = ok, why
-    ok, why = seen[key]
-    opts.pair_eligible[d.key] = [oid for oid in ok if oid in opts.pair_only]  # (cross-system halves only)
-    ok = [oid for oid in ok if oid not in opts.pair_only]
-    opts.eligible[d.key], opts.ineligible[d.key] = list(ok), dict(why)
+        pairs = [oid for oid in ok if oid in opts.pair_only]  # (cross-system halves only: offers_for(pairs=True))
+        seen[key] = [oid for oid in ok if oid not in opts.pair_only], why, pairs
+    ok, why, pairs = seen[key]
+    opts.eligible[d.key], opts.ineligible[d.key], opts.pair_eligible[d.key] = list(ok), dict(why), list(pairs)
