@@ -17,6 +17,7 @@ from planner.app import planning
 from planner.app.planning import make_plan
 from planner.data import deadline
 from planner.milp import covers, fleet
+from planner.milp.relaxation import relaxation
 from planner.milp.solve import solve
 
 
@@ -137,3 +138,44 @@ def test_rented_systems_round_up_in_the_lp_to_the_enumerated_optimum(users, prov
         lp_row = solve(_built(s), time_limit_s=60, mip=False).objective
     assert plan_cut == pytest.approx(expected, rel=1e-6)
     assert lp_row < 0.9 * expected and lp_cut == pytest.approx(expected, rel=1e-6)
+
+
+POOLED_H100 = {"accelerators": ["h100-sxm"], "acquisition": ["on-demand"], "providers": ["hyperstack", "runpod-community"]}
+
+
+def _pooled():
+    """three chats of one model in one pool, at three prompt lengths: a replica serves each a different
+    number of users"""
+    return scenario([serve("short", 500), serve("mid", 120, context=8192), serve("long", 40, context=32768)],
+                    POOLED_H100)
+
+
+def test_every_weighted_pool_cover_is_implied_by_the_demand_and_load_rows(monkeypatch):
+    # each weighted cover a Y >= b sums the members' demand rows and the pool's load rows, so even
+    # the LP without it (replicas fractional) cannot go below b; the cover of a configuration that
+    # could serve every member alone is met with equality there (the bound is as tight as can be)
+    fm = _built(_pooled())
+    held = [h for h in fm.held_cuts if isinstance(h, covers.Covers)]
+    assert held and held[0].a.shape[0] > 1, "a pool of unequal members gets a weighted cover per configuration"
+    monkeypatch.setattr(covers, "_weighted_covers", lambda *a: None)
+    plain = _built(_pooled())
+    replicas = {v.name: plain.yp[key] for key, v in fm.yp.items()}
+    least = []
+    for h in held:
+        for a, b in zip(h.a, h.b):
+            plain.prob.setObjective(pulp.lpSum(float(c) * replicas[v.name] for c, v in zip(a, h.variables)))
+            least.append((relaxation(plain.prob).solve(), float(b)))
+    assert all(low >= b * (1 - 1e-7) for low, b in least), least
+    assert any(low == pytest.approx(b, rel=1e-7) for low, b in least)
+
+
+def test_weighted_pool_covers_lift_the_lp_to_near_the_plan_and_leave_the_plan(monkeypatch):
+    # the pool's summed cover counts each configuration at the most users it serves of any member
+    # (the short chat's): the LP held fractions of replicas, 87% of the plan; weighted per member it
+    # is within 2% of it, and the plan is the same with the cuts and without
+    s = _pooled()
+    lp_cut, plan_cut = _lp_and_plan(s, True, monkeypatch)
+    monkeypatch.setattr(covers, "_weighted_covers", lambda *a: None)
+    lp_row, plan_row = _lp_and_plan(s, True, monkeypatch)
+    assert plan_cut == pytest.approx(plan_row, rel=1e-6)
+    assert lp_row < 0.9 * plan_cut and 0.98 * plan_cut <= lp_cut <= plan_cut * (1 + 1e-9)

@@ -32,6 +32,8 @@ towards the integer hull, each with its proof in its function's docstring:
                                                                              (pooling.define_pool_constraints)
   cover-mir    the mixed-integer rounding of each demand row (of each pool's summed rows) over its
                integer replicas, one per replica size as divisor: whole replicas (covers.py)
+  weighted-mir a pool's demand rows summed in replica-equivalents of each of its configurations, and
+               their MIRs, separated at the LP (covers.py): members of unequal replica sizes
   rental-mir   a demand's row with its replicas on each rented offer o replaced by its rented
                systems (min(b, acc_o max_i users_i / slots_i) r[d,o]), and that row's MIRs: whole
                rented systems (covers.py; left out of a shortlist's search model)
@@ -241,6 +243,7 @@ def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool 
         if done and until is not None and time.monotonic() > until:
             raise SolverError(f"the model's build passed its time ({done} of {len(FAMILIES)} parts built)")
         define(fm)
+    covers.add_weighted(fm)
     return fm
 
 

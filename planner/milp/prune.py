@@ -2,8 +2,7 @@
 it honest.
 
 The full model (every candidate pair) is built, its MIR cuts held back, and its LP relaxation
-solved with the cuts it violates added round after round (separated, covers.separate): that is
-cheap, and
+solved with the cuts it violates added round after round (covers.separated): that is cheap, and
   - its objective is a valid lower bound on the cost of every plan the scenario allows, so the
     shortlisted plan's gap is measured against it (the plan says "optimal" only when that gap is
     within solver.gap, otherwise "feasible" with the gap);
@@ -113,7 +112,7 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
         values, objective, seconds_taken = res.values, res.objective if res.ok else None, res.seconds
         optimum = None
     else:
-        objective = separated(full, lp, end)
+        objective = covers.separated(full, lp, end)
         seconds_taken = time.perf_counter() - started
         stores = [v for store in (full.y, full.x, full.r) for v in store.values()]
         values = dict(zip((v.name for v in stores), lp.values(stores))) if math.isfinite(objective) else {}
@@ -131,26 +130,6 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
                 used.setdefault(dk, set()).add((i, oid))
     return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp,
                      optimum=optimum)
-
-
-SEPARATION_ROUNDS = 20
-"""most rounds of separate-and-resolve (separated); each adds every held cut the last LP violates"""
-
-
-def separated(full: fleet.FleetModel, lp, end: float | None) -> float:
-    """The LP of a lazy full model (fleet.build(lazy=True)) with every held MIR cut it violates
-    added (covers.separate), round after round until none is (SEPARATION_ROUNDS at most): the same
-    optimum as the LP with every cut, in less time. inf when an LP did not solve (end passed)."""
-    objective = lp.solve(None if end is None else end - time.monotonic())
-    for _ in range(SEPARATION_ROUNDS):
-        if not math.isfinite(objective):
-            break
-        added = covers.separate(full, lp.point(), lp.column)
-        if not added:
-            break
-        lp.add_rows(added)
-        objective = lp.solve(None if end is None else end - time.monotonic())
-    return objective
 
 
 def _nearest(full: fleet.FleetModel, lp, keep: int) -> dict:

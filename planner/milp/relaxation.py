@@ -6,7 +6,7 @@ process, read the answer) takes 50-100 ms.
 The LP is the model as PuLP holds it (every row, valid inequalities included) with integrality
 dropped; its objective includes the objective's constant. Objective values, primal points and
 reduced costs are read; rows are added (add_rows) where a lazy model's held cuts are separated
-(prune.separated). None when highspy cannot be imported (the search then runs as before, without it).
+(covers.separated). None when highspy cannot be imported (the search then runs as before, without it).
 """
 
 from __future__ import annotations
