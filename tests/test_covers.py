@@ -16,7 +16,7 @@ from test_milp_core import N1, n_plus_1_brute_force
 from planner.app import planning
 from planner.app.planning import make_plan
 from planner.data import deadline
-from planner.milp import covers, fleet
+from planner.milp import covers, fleet, pooling
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import solve
 
@@ -179,3 +179,24 @@ def test_weighted_pool_covers_lift_the_lp_to_near_the_plan_and_leave_the_plan(mo
     lp_row, plan_row = _lp_and_plan(s, True, monkeypatch)
     assert plan_cut == pytest.approx(plan_row, rel=1e-6)
     assert lp_row < 0.9 * plan_cut and 0.98 * plan_cut <= lp_cut <= plan_cut * (1 + 1e-9)
+
+
+def test_a_pools_cover_counts_a_replica_that_serves_it_whole_at_its_need():
+    # a pool of one 600-user chat on mi300x rentals: a TP4 replica serves 1,024 users, a TP2 one 425; in
+    # the pool's cover a replica that serves the whole pool counts as the pool's need, no more (any
+    # one of them meets the cover), so each MIR row is met exactly by one such replica: a plan's LP
+    # can no longer hold most of a TP2 replica and a sliver of a TP4 one (60 generated jobs, seed 7:
+    # the LP bound rose 1.4%)
+    job = {"name": "chat", "stage": "serve", "model": "gpt-oss-120b", "precision": "bf16", "context_tokens": 8192,
+           "concurrent_users": 600, "min_tokens_per_s_per_user": 20}
+    side = {**job, "name": "side", "model": "llama-3.1-8b", "concurrent_users": 50}
+    fm = _built(scenario([job, side], {"accelerators": ["mi300x"], "acquisition": ["on-demand"],
+                                       "providers": ["digitalocean", "runpod"]}))
+    pool = fm.options.demands["chat"].pool
+    whole = [fm.yp[key] for key, ms in pooling.members(fm).items()
+             if key[0] == pool and any(fm.options.serve[dk][i].users_per_replica >= 600 for dk, i, _ in ms)]
+    rows = [row for (family, entity), row in fm.rows.items() if family == "cover-mir" and entity[0] == pool]
+    assert whole and rows
+    for row in rows:
+        for v in whole:
+            assert -row.expr[v] == pytest.approx(row.constant, rel=1e-9)

@@ -20,7 +20,9 @@ Rows it is taken from:
                               A[p,c,o] the most users any member's option of configuration c serves per
                               replica: the demand rows summed over p's demands (users_i y <= A y) and
                               the load rows (sum y <= Y) give it, whenever no member has an API or
-                              unserved share; Y is integer, so its MIR holds
+                              unserved share; Y is integer, so its MIR holds. A coefficient above the
+                              pool's need is clipped to it (one such replica meets the cover alone:
+                              60 generated jobs, seed 7, the full model's LP bound rose 1.4%)
   unpooled demand d, year t   rental-mir (below): the demand row with each hourly-rented offer's
   (renting)                   replicas replaced by its rented systems r[d,o]
   pool p, year t, per         weighted-mir (below): the pool's cover in replica-equivalents of c
@@ -42,20 +44,21 @@ whose prompts are 8x longer fills a replica with far fewer users, so the cover i
 holds fractions of replicas. For each configuration c of the pool, the demand rows are weighed by
 lambda_d = 1 / (users one replica of c serves of d) before summing:
   sum_{k=(c',o)} A_k Y_k >= sum_d lambda_d users[d,t],   A_k = max_d lambda_d a_{d,k}
-(replicas of c count 1, others at the most replicas of c one of them replaces for any member; a
-member without c gets the largest weight that raises no A_k). Valid for any weights >= 0, by the
+(replicas of c count 1, others at the most replicas of c one of them replaces for any member,
+clipped at the right side; a member without c gets the largest weight that raises no A_k). Valid for any weights >= 0, by the
 same sum as the aggregate cover. Each is held back (Covers) with its MIRs, and separated at an LP
 point: the cover, and its MIR at each divisor among 1 and the coefficients of the keys the point
 loads (the divisors that round what the LP holds), the most violated one per cover and round. A
 model written whole separates them once, at its own LP (add_weighted), and keeps those as rows.
-The full model's LP bound, benchmarks/milp.py's 60 generated jobs (the optimum, from HiGHS, where
-known):
-  seed 3 2,083,840 -> 2,094,969 $/yr   seed 6 2,142,818 -> 2,181,149 (optimum 2,230,199)
-  seed 4 3,429,480 -> 3,454,634        seed 7 1,183,799 -> 1,199,813 (1,234,752)
-  seed 5   965,662 ->   977,199 (1,009,718)   seed 8 3,464,181 -> 3,492,456
-With integer systems and continuous replicas, seed 5's model is at 987,920: half of its LP's gap was
-the pools' whole replicas, which these cuts close from 4.4% to 3.2%. The bound's step takes 0.5 s
-more on 60 jobs (1.0 s against 0.5 s).
+The full model's LP bound, benchmarks/milp.py's 60 generated jobs, without -> with these cuts and
+the clipping above (the optimum, from HiGHS, where known):
+  seed 3 2,083,840 -> 2,096,904 $/yr   seed 6 2,142,818 -> 2,181,624 (optimum 2,230,199)
+  seed 4 3,429,480 -> 3,455,030        seed 7 1,183,799 -> 1,216,325 (1,234,752)
+  seed 5   965,662 ->   977,486 (1,009,718)   seed 8 3,464,181 -> 3,492,927
+With integer systems and continuous replicas, seed 5's model was at 987,920: half of its LP's gap
+was the pools' whole replicas. What is left is mostly whole systems: with these cuts, integer
+systems alone put seed 5 at 1,001,192, integer replicas alone at 982,654. The bound's step takes
+0.5 s more on 60 jobs (1.0 s against 0.5 s).
 
 rental-mir: whole rented systems. A demand's hourly rentals of offer o are its own (r[d,o] int) and
 hold its replicas there: sum_i slots_i y[d,i,o] <= acc_o (r[d,o] - u) (rows.define_capacity_constraints),
@@ -277,8 +280,9 @@ def define_cover_cuts(fm) -> None:
         if any(r is None or any(v.name not in loads for v in r.expr) for r in rows):
             continue  # an API or unserved share: the aggregate cover does not hold
         users = {v.name: a for r in rows for v, a in r.expr.items()}
-        terms = [(max(users.get(v.name, 0.0) for _, _, v in ms), fm.yp[key]) for key, ms in keys]
-        _cuts(fm, "cover-mir", (p, t), terms, sum(-r.constant for r in rows))
+        need = sum(-r.constant for r in rows)  # (a coefficient above it clipped: one such replica serves the pool)
+        terms = [(min(max(users.get(v.name, 0.0) for _, _, v in ms), need), fm.yp[key]) for key, ms in keys]
+        _cuts(fm, "cover-mir", (p, t), terms, need)
         if len(demands) > 1:
             _weighted_covers(fm, (p, t), keys, users, rows, demands)
 
@@ -308,8 +312,9 @@ def _weighted_covers(fm, entity: tuple, keys, users: dict, rows, demands: list) 
         fits = (top > EPS) & (per[:, j] > EPS)
         weights[c, j] = (top[fits] / per[fits, j]).min() if fits.any() else 1.0 / per[:, j].max()
     keep = has.any(axis=1)
-    a = (per[None, :, :] * weights[keep][:, None, :]).max(axis=2)  # covers x keys
-    fm.held_cuts.append(Covers("weighted-mir", entity, [fm.yp[key] for key, _ in keys], a, weights[keep] @ need))
+    b = weights[keep] @ need
+    a = np.minimum((per[None, :, :] * weights[keep][:, None, :]).max(axis=2), b[:, None])  # covers x keys
+    fm.held_cuts.append(Covers("weighted-mir", entity, [fm.yp[key] for key, _ in keys], a, b))
 
 
 @dataclass
