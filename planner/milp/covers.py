@@ -45,11 +45,11 @@ holds fractions of replicas. For each configuration c of the pool, the demand ro
 lambda_d = 1 / (users one replica of c serves of d) before summing:
   sum_{k=(c',o)} A_k Y_k >= sum_d lambda_d users[d,t],   A_k = max_d lambda_d a_{d,k}
 (replicas of c count 1, others at the most replicas of c one of them replaces for any member,
-clipped at the right side; a member without c gets the largest weight that raises no A_k). Valid for any weights >= 0, by the
-same sum as the aggregate cover. Each is held back (Covers) with its MIRs, and separated at an LP
-point: the cover, and its MIR at each divisor among 1 and the coefficients of the keys the point
-loads (the divisors that round what the LP holds), the most violated one per cover and round. A
-model written whole separates them once, at its own LP (add_weighted), and keeps those as rows.
+clipped at the right side; a member without c gets the largest weight that raises no A_k). Valid
+for any weights >= 0, by the same sum as the aggregate cover. Each is held back (Covers) and
+separated at an LP point: the cover, and its MIR at each divisor among 1 and the coefficients of
+the keys the point loads (the divisors that round what the LP holds), the most violated one per
+cover and round. A model written whole separates them at its own LP (add_weighted) and keeps them.
 The full model's LP bound, benchmarks/milp.py's 60 generated jobs, without -> with these cuts and
 the clipping above (the optimum, from HiGHS, where known):
   seed 3 2,083,840 -> 2,096,904 $/yr   seed 6 2,142,818 -> 2,181,624 (optimum 2,230,199)
@@ -288,11 +288,11 @@ def define_cover_cuts(fm) -> None:
 
 
 def _weighted_covers(fm, entity: tuple, keys, users: dict, rows, demands: list) -> None:
-    """A pool's covers in replica-equivalents of each of its configurations c, held back (Held) with
-    their MIRs of divisor 1 (a whole replica of c): the demand rows weighed by lambda_d = 1 / (users
-    one replica of c serves of d) before summing, so that members of unequal replica sizes (long and
-    short prompts) each count at their own; a member without c gets the largest weight that raises
-    no key's coefficient."""
+    """A pool's covers in replica-equivalents of each of its configurations c, held back (Covers:
+    they and their MIRs are added where an LP breaks them): the demand rows weighed by lambda_d = 1 /
+    (users one replica of c serves of d) before summing, so that members of unequal replica sizes
+    (long and short prompts) each count at their own; a member without c gets the largest weight
+    that raises no key's coefficient."""
     import numpy as np
 
     need = np.array([-r.constant for r in rows])
