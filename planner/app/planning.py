@@ -23,7 +23,7 @@ from planner.explain.diagnosis import (
 from planner.explain.narrative import explain_plan, explain_years
 from planner.explain.replan import OWN_TIME
 from planner.milp import fleet as model
-from planner.milp import lagrangian, mipbound, prune, screening
+from planner.milp import covers, lagrangian, mipbound, prune, screening
 from planner.milp.readout import read_plan, trimmed
 from planner.milp.readout_years import read_multiyear
 from planner.milp.relaxation import relaxation
@@ -142,7 +142,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
     follow (they share the time limit)."""
     cat, opts = prepare(s, catalog_paths)
     deadline.step("solve")
-    fm = model.build(s, cat, opts)
+    fm = model.build(s, cat, opts, weighted=False)  # (a shortlist is built again below: its weighted covers then)
+    first = fm
     bound = None
     b = deadline.current()
     if fm.pairs_pruned and b is not None and (b.left() < BOUND_SHARE * b.seconds
@@ -166,6 +167,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 fm = model.build(s, cat, opts, keep_pairs=keep)
                 if screened and not screening.eligible(fm):
                     fm = model.build(s, cat, opts, keep_pairs=bound.support)
+        if fm is first:  # (the model searched as built: not shortlisted, or its bound cut)
+            covers.add_weighted(fm)
         b = deadline.current()
         searcher = _second_search(fm, b) if prover is None or mipbound.cores() >= 3 else None
         if prover is None and bound is not None and (searcher is None or mipbound.cores() >= 3):

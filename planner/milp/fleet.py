@@ -226,13 +226,15 @@ FAMILIES = (
 
 def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool = False,
           tight: bool = True, prune: bool = True, keep_pairs: dict | None = None,
-          years: bool | None = None, until: float | None = None, lazy: bool = False) -> FleetModel:
+          years: bool | None = None, until: float | None = None, lazy: bool = False,
+          weighted: bool = True) -> FleetModel:
     """The fleet MILP for a scenario, its catalog and its options (see the module docstring):
     years 1..horizon_years with the NPV objective when the scenario is multi-year (or years=True),
     else year 1 with the yearly cost. prune=False instantiates every pair (no shortlist),
     keep_pairs adds pairs to a shortlist; lazy holds the MIR cuts back until an LP violates them
     (registry.Registry.lazy, covers.separate). until (time.monotonic()): SolverError when the build is
-    still under way then (checked between constraint families, as the command's budget is)."""
+    still under way then (checked between constraint families, as the command's budget is).
+    weighted=False leaves the pools' weighted covers held (covers.add_weighted adds them later)."""
     multi = scenario.multi_year if years is None else years
     fm = FleetModel(scenario, catalog, options, pulp.LpProblem("fleet_years" if multi else "fleet", pulp.LpMinimize),
                     elastic=elastic, tight=tight, prune=prune, keep_pairs=keep_pairs, npv=multi, lazy=lazy,
@@ -243,7 +245,8 @@ def build(scenario: Scenario, catalog: Catalog, options: Options, elastic: bool 
         if done and until is not None and time.monotonic() > until:
             raise SolverError(f"the model's build passed its time ({done} of {len(FAMILIES)} parts built)")
         define(fm)
-    covers.add_weighted(fm)
+    if weighted:
+        covers.add_weighted(fm)
     return fm
 
 
