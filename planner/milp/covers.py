@@ -377,21 +377,15 @@ def separated(fm, lp, end: float | None = None) -> float:
     return objective
 
 
-SEARCHED_MAX_COLUMNS = 5_000
-"""a shortlist above this many columns (200 generated jobs: about 7,000) is searched without the
-weighted covers (add_weighted): its plans, not its bound, leave most of the gap, and the rows moved
-CBC's search to dearer plans. benchmarks/milp.py's 200 jobs, limit 30 s, --explain none, seeds 3-8
-(the same in two draws), the gap with -> without them: 2.80 -> 3.01%, 1.52 -> 1.28%, 1.48 -> 2.01%,
-1.33 -> 1.30%, 2.97 -> 1.86%, 2.58 -> 2.40% (mean 2.11 -> 1.98%). The 60 jobs' shortlists (about
-3,000 columns) are searched with them: seeds 3, 4 and 8 proven within 1% in 10 s in each of two
-draws; with the covers in the bound only, seeds 3 and 4 in one draw of two, seed 8 in none."""
-
-
 def add_weighted(fm) -> None:
     """A model written whole (not lazy): the pools' weighted covers (Covers) its LP relaxation violates,
     separated as in a lazy model (separated) and kept as rows; none without HiGHS (they are valid,
-    not needed), nor on a large shortlist (SEARCHED_MAX_COLUMNS)."""
-    if fm.lazy or not fm.held_cuts or (fm.pairs_pruned and len(fm.prob.variables()) > SEARCHED_MAX_COLUMNS):
+    not needed). In a shortlist's search, benchmarks/milp.py's generated jobs, --explain none, seeds
+    3-8: 60 jobs in 10 s, seeds 3, 4 and 8 proven within 1% in each of two draws, against 3 and 4 in
+    one of two with these rows in the full model's bound only; 200 jobs in 30 s, the gap without ->
+    with them 2.72 -> 2.39%, 1.73 -> 1.16%, 1.97 -> 1.53%, 1.65 -> 1.36%, 3.51 -> 3.20%, 1.77 -> 2.64%
+    (mean 2.23 -> 2.05%; before the clipping of the pools' covers, 1.98 -> 2.11%: the plans move)."""
+    if fm.lazy or not fm.held_cuts:
         return
     from planner.milp.relaxation import relaxation
 
