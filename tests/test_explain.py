@@ -154,6 +154,21 @@ def test_long_run_user_price_matches_finite_difference_of_the_lp_relaxation():
     assert (moved.objective - base.objective) / step == pytest.approx(price, rel=0.02)
 
 
+def test_long_run_prices_that_the_time_limit_leaves_no_time_for_are_said_cut_not_built_past_it():
+    # the long-run LP's model is built again without the tightenings: on 2,000 generated jobs that
+    # took 12 s with 9 s of the limit left; past the limit the build stops, the prices are missing
+    # and the plan says its explanations were cut short
+    from planner.data import deadline
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    cat, opts, fm, _ = solve_scenario(s)
+    with deadline.budget(1e-6):
+        prices = shadow.long_run(fm)
+        cuts = deadline.cuts()
+    assert not prices.ok and "explanations" in cuts
+    assert shadow.long_run(fm).ok  # (no time limit: built and priced)
+
+
 def test_one_more_system_costs_its_fixed_cost_less_what_it_saves():
     s = load_scenario(SCENARIOS / "bank.yaml")
     cat, opts, fm, res = solve_scenario(s)

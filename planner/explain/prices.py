@@ -19,9 +19,13 @@ row whose dual CBC moved onto its only variable is read from that variable's red
 
 from __future__ import annotations
 
+import math
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from planner.data import deadline
+from planner.data.errors import SolverError
 from planner.milp import fleet
 from planner.milp.fleet import FleetModel
 from planner.milp.registry import TIE_BREAK_USD, room
@@ -128,7 +132,13 @@ def long_run(fm: FleetModel, time_limit_s: float | None = None) -> LPPrices:
     tightenings (fleet.build(tight=False)) so that a dual is the cost of one more unit of demand."""
     if fm.unserved:  # max-coverage: the LP would price a user at the coverage weight, not in dollars
         return LPPrices(None, "not-solved")
-    plain = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, tight=False)
+    left = deadline.left()  # (its build stops at the time limit: 2,000 generated jobs, 12 s of it with 9 s left)
+    try:
+        plain = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, tight=False,
+                            until=time.monotonic() + left if math.isfinite(left) else None)
+    except SolverError:
+        deadline.cut("explanations")
+        return LPPrices(None, "not-solved")
     return _read(plain, _lp(plain, time_limit_s))
 
 

@@ -103,6 +103,7 @@ from dataclasses import dataclass
 
 import pulp
 
+from planner.data import deadline
 from planner.milp import pooling
 from planner.milp.rows import affine, y_of
 
@@ -377,18 +378,23 @@ def separated(fm, lp, end: float | None = None) -> float:
     return objective
 
 
+WEIGHTED_SHARE = 0.1
+"""the share of the plan's time left that add_weighted's LPs may take (the rows found by then kept)"""
+
+
 def add_weighted(fm) -> None:
     """A model written whole (not lazy): the pools' weighted covers (Covers) its LP relaxation violates,
     separated as in a lazy model (separated) and kept as rows; none without HiGHS (they are valid,
-    not needed). In a shortlist's search, benchmarks/milp.py's generated jobs, --explain none, seeds
-    3-8: 60 jobs in 10 s, seeds 3, 4 and 8 proven within 1% in each of two draws, against 3 and 4 in
-    one of two with these rows in the full model's bound only; 200 jobs in 30 s, the gap without ->
-    with them 2.72 -> 2.39%, 1.73 -> 1.16%, 1.97 -> 1.53%, 1.65 -> 1.36%, 3.51 -> 3.20%, 1.77 -> 2.64%
-    (mean 2.23 -> 2.05%; before the clipping of the pools' covers, 1.98 -> 2.11%: the plans move)."""
+    not needed). In a shortlist's search, benchmarks/milp.py's jobs, --explain none, seeds 3-8: 60
+    jobs in 10 s, seeds 3, 4 and 8 proven within 1% in two draws, against 3 and 4 in one of two
+    with these rows in the bound only; 200 jobs in 30 s, the gap without -> with them 2.72 -> 2.39%,
+    1.73 -> 1.16%, 1.97 -> 1.53%, 1.65 -> 1.36%, 3.51 -> 3.20%, 1.77 -> 2.64% (mean 2.23 -> 2.05%)."""
     if fm.lazy or not fm.held_cuts:
         return
     from planner.milp.relaxation import relaxation
 
+    b = deadline.current()
+    end = None if b is None else time.monotonic() + WEIGHTED_SHARE * b.left()
     lp = relaxation(fm.prob)
     if lp is not None:
-        separated(fm, lp)
+        separated(fm, lp, end)
