@@ -386,9 +386,9 @@ def add_weighted(fm) -> None:
     """A model written whole (not lazy): the pools' weighted covers (Covers) its LP relaxation violates,
     separated as in a lazy model (separated) and kept as rows; none without HiGHS (they are valid,
     not needed). In a shortlist's search, benchmarks/milp.py's jobs, --explain none, seeds 3-8: 60
-    jobs in 10 s, seeds 3, 4 and 8 proven within 1% in two draws, against 3 and 4 in one of two
-    with these rows in the bound only; 200 jobs in 30 s, the gap without -> with them 2.72 -> 2.39%,
-    1.73 -> 1.16%, 1.97 -> 1.53%, 1.65 -> 1.36%, 3.51 -> 3.20%, 1.77 -> 2.64% (mean 2.23 -> 2.05%)."""
+    jobs in 10 s (before the pools' covers were clipped), seeds 3, 4 and 8 proven within 1% in two
+    draws, 3 and 4 in one of two with these rows in the bound only; 200 jobs in 30 s (clipped), gap
+    2.72 -> 2.39%, 1.73 -> 1.16%, 1.97 -> 1.53%, 1.65 -> 1.36%, 3.51 -> 3.20%, 1.77 -> 2.64%."""
     if fm.lazy or not fm.held_cuts:
         return
     from planner.milp.relaxation import relaxation
