@@ -373,3 +373,35 @@ def test_a_cost_below_the_full_models_bound_read_from_cbcs_log_is_no_plan_and_st
         assert not narrower.enough()
         narrower(1000.0)
         assert len(prover.calls) == 1 and narrower.cheapest == 1000.0
+
+
+def test_where_the_search_finds_no_plan_in_its_time_the_provers_plan_is_planned(monkeypatch):
+    """choose-go.yaml shortlisted and screened: the search ends with no plan (as on a machine too
+    slow for its share of the limit) while the prover beside it holds one of the full model; that
+    plan is planned, named as the prover's, verified and measured (before: exit 4, no plan)."""
+    import time
+
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(screening, "MIN_COLUMNS", 0)
+    monkeypatch.setattr(screening, "MIN_COLUMNS_PURCHASES", 0)
+    monkeypatch.setattr(mipbound, "cores", lambda: 2)
+    provers, real_start = [], mipbound.start
+
+    def started(*a, **k):
+        provers.append(real_start(*a, **k))
+        return provers[-1]
+
+    def nothing(fm, time_limit_s=None, **k):
+        end = time.monotonic() + 30
+        while provers and provers[-1] is not None and provers[-1].incumbent() is None and time.monotonic() < end:
+            time.sleep(0.05)  # (CBC's time, spent: the prover's first plan is found meanwhile)
+        return SolveResult("not-solved", 1.0, None, None, "cbc", cut_short=True)
+
+    monkeypatch.setattr(mipbound, "start", started)
+    monkeypatch.setattr(screening, "search", nothing)
+    with deadline.budget(60):
+        plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
+    if provers[0] is None:
+        pytest.skip("one core: no prover")
+    assert plan["solver"]["name"] in (prune.PROVER_NAME, prune.POLISH_NAME)  # (HiGHS searched on from it)
+    assert plan["status"] in ("optimal", "feasible") and plan["demand_met"] and plan["solver"]["gap"] is not None

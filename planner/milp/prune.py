@@ -291,7 +291,7 @@ WHOLE_PROVER_NAME = "highs (branch and cut beside cbc's search)"
 """the solver named in a plan that the prover of a model searched whole found (app/beside.py)"""
 SEARCHER_NAME = "highs (branch and cut on the shortlist, beside cbc's search of it)"
 """the solver named in a plan that the second search of a shortlist found (mipbound.start_search)"""
-POLISH_NAME = "highs (branch and cut from cbc's plan)"
+POLISH_NAME = "highs (branch and cut from the plan found first: cbc's, or the prover's where cbc found none)"
 """the solver named in a plan that HiGHS's search from the search's plan found (app/planning._polish)"""
 
 

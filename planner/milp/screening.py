@@ -15,7 +15,7 @@ first plan after 5 s). This module gives it one, and a smaller model:
 2. Local search over that set: open one more pool, close one, or swap an open one for a closed
    one, each move judged by the LP with every pool fixed open or closed; the best move is taken
    while one lowers that LP (at most _lp_budget LPs in steps 1-2: a work bound, so the answer does
-   not depend on the machine's speed).
+   not depend on the machine's speed; and at most STEPS_SHARE of the search's limit).
 3. The incumbent: the MILP (CBC) with the pools fixed open or closed as that set has them.
 4. Screening: a pool whose LP when open is above the incumbent's cost C is in no plan cheaper than
    C: it is closed (u = 0, p = 0); a pool whose LP when closed is above C is open in every such
@@ -67,6 +67,13 @@ bound, not a clock, so the answer does not depend on the machine (20 jobs, 1,400
 LPs of 2-5 ms; 40 jobs, 3,800 variables: 105 of 8 ms)"""
 SWAP_WITH = 4
 MAX_ROUNDS = 4
+STEPS_SHARE, SCREEN_SHARE = 0.4, 0.6
+"""steps 1-2 end once this share of the search's limit has passed, step 4 once SCREEN_SHARE has
+(what they have then: the pools opened so far, the best pattern, the pools decided so far, each
+valid as it stands), whatever is left of LP_WORK: the work bound keeps the answer the same on any
+machine where the limit is generous, the clock keeps a tight one for the plan's own solves. 60
+generated jobs, limit 10 s, on a machine about 1.6x slower than the one LP_WORK was set on: the
+local search took 1.97 s of a 1.43 s limit and the search ended with no plan (exit 4)."""
 MIN_COLUMNS, MIN_COLUMNS_PURCHASES, MAX_COLUMNS = 300, 1000, 5000
 """models outside this many variables are searched by CBC alone: below, CBC alone takes a tenth of
 a second and the screened search's second CBC run costs as much (the test suite, of mostly small
@@ -134,7 +141,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     keys = sorted(opens, key=repr)
     root = lp.solve()
     if found is None:
-        budget = _lp_budget(fm)
+        budget = _Work(_lp_budget(fm), start + STEPS_SHARE * limit)
         pattern = _dive(lp, opens, keys, budget) if math.isfinite(root) else None
         if pattern is None:
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
@@ -154,7 +161,7 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             deadline.cut(deadline.current().step or "a solve")
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
-        with _pools_fixed(opens, _screen(lp, opens, keys, above)):
+        with _pools_fixed(opens, _screen(lp, opens, keys, above, start + SCREEN_SHARE * limit)):
             from_first = warm or max_nodes is None  # (the plan's own search: step 5 starts from the incumbent)
             if from_first:
                 load_values(fm, found.values)
@@ -219,13 +226,24 @@ def _set(lp: Relaxation, var, state: int) -> None:
     lp.fix(var, *_bounds(var, state))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Work:
+    """Steps 1-2's bound: `lps` LPs in all (counted by the relaxation) and a clock time `end`
+    (time.perf_counter), whichever comes first (STEPS_SHARE)."""
+    lps: int
+    end: float
+
+    def spent(self, lp: Relaxation, more: int = 0) -> bool:
+        return lp.solves + more > self.lps or time.perf_counter() >= self.end
+
+
 def _lp_budget(fm: FleetModel) -> int:
     """LPs the dive and the local search may solve together: LP_WORK over the model's columns
     (an LP's time grows about with them), at least MIN_LPS."""
     return max(MIN_LPS, LP_WORK // max(1, len(fm.prob.variables())))
 
 
-def _dive(lp: Relaxation, opens: dict, keys: list, budget: int) -> dict | None:
+def _dive(lp: Relaxation, opens: dict, keys: list, budget: _Work) -> dict | None:
     """Step 1: the pools opened one at a time, the cheapest opening first, until none is partly
     open in the LP; past the budget the partly open ones left are opened (more pools open: a plan
     of the LP still). None when the LP has no solution."""
@@ -236,10 +254,12 @@ def _dive(lp: Relaxation, opens: dict, keys: list, budget: int) -> dict | None:
                 return None
             values = dict(zip(keys, lp.values([opens[k] for k in keys])))
             fractional = [k for k in keys if k not in opened and FRACTIONAL < values[k] < 1 - FRACTIONAL]
-            if not fractional or lp.solves + len(fractional) > budget:
+            if not fractional or budget.spent(lp, len(fractional)):
                 return {k: 1 if k in opened or values[k] > FRACTIONAL else 0 for k in keys}
             cheapest, best = None, math.inf
             for k in fractional:
+                if cheapest is not None and budget.spent(lp):
+                    break  # (the clock: the cheapest so far is opened, and the next round ends the dive)
                 _set(lp, opens[k], 1)
                 got = lp.solve()
                 lp.free(opens[k])
@@ -254,7 +274,7 @@ def _dive(lp: Relaxation, opens: dict, keys: list, budget: int) -> dict | None:
             lp.free(opens[k])
 
 
-def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: int) -> dict:
+def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: _Work) -> dict:
     """Step 2: best-improvement local search over the open pools, each set judged by the LP with
     every spare fixed to it. A round tries every pool toggled, then each open pool swapped for one
     of the SWAP_WITH closed pools whose opening alone scored best in the toggles."""
@@ -271,10 +291,10 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: int
 
     try:
         value = lp.solve()
-        while lp.solves < budget:
+        while not budget.spent(lp, 1):
             best, move, opening = value, None, []
             for k in keys:
-                if lp.solves >= budget:
+                if budget.spent(lp, 1):
                     break
                 got = tried((k,))
                 if not pattern[k]:
@@ -284,7 +304,7 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: int
             closed = [k for _, _, k in sorted(opening)[:SWAP_WITH]]
             for a in (k for k in keys if pattern[k]):
                 for b in closed:
-                    if lp.solves >= budget:
+                    if budget.spent(lp, 1):
                         break
                     got = tried((a, b))
                     if got < best - REL_TOL * abs(best):
@@ -301,9 +321,9 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: int
             lp.free(opens[k])
 
 
-def _screen(lp: Relaxation, opens: dict, keys: list, above: float) -> dict:
+def _screen(lp: Relaxation, opens: dict, keys: list, above: float, end: float = math.inf) -> dict:
     """Step 4: {spare: 0 or 1} for the pools proven closed or open in every plan cheaper than
-    `above` (the incumbent's cost and REL_TOL)."""
+    `above` (the incumbent's cost and REL_TOL), those decided by clock time `end` (SCREEN_SHARE)."""
     fixed: dict = {}
     try:
         for _ in range(MAX_ROUNDS):
@@ -311,6 +331,8 @@ def _screen(lp: Relaxation, opens: dict, keys: list, above: float) -> dict:
             for k in keys:
                 if k in fixed:
                     continue
+                if time.perf_counter() >= end:
+                    return fixed
                 for state in (1, 0):
                     _set(lp, opens[k], state)
                     got = lp.solve()
