@@ -52,13 +52,11 @@ the keys the point loads (the divisors that round what the LP holds), the most v
 cover and round. A model written whole separates them at its own LP (add_weighted) and keeps them.
 The full model's LP bound, benchmarks/milp.py's 60 generated jobs, without -> with these cuts and
 the clipping above (the optimum, from HiGHS, where known):
-  seed 3 2,083,840 -> 2,096,904 $/yr   seed 6 2,142,818 -> 2,181,624 (optimum 2,230,199)
-  seed 4 3,429,480 -> 3,455,030        seed 7 1,183,799 -> 1,216,325 (1,234,752)
-  seed 5   965,662 ->   977,486 (1,009,718)   seed 8 3,464,181 -> 3,492,927
+  seed 3 2,083,840 -> 2,096,904 $/yr; 4 3,429,480 -> 3,455,030; 5 965,662 -> 977,486 (optimum 1,009,718);
+  6 2,142,818 -> 2,181,624 (2,230,199); 7 1,183,799 -> 1,216,325 (1,234,752); 8 3,464,181 -> 3,492,927
 With integer systems and continuous replicas, seed 5's model was at 987,920: half of its LP's gap
 was the pools' whole replicas. What is left is mostly whole systems: with these cuts, integer
-systems alone put seed 5 at 1,001,192, integer replicas alone at 982,654. The bound's step takes
-0.5 s more on 60 jobs (1.0 s against 0.5 s).
+systems alone put seed 5 at 1,001,192, integer replicas alone at 982,654. The bound's step: 0.5 -> 1.0 s.
 
 rental-mir: whole rented systems. A demand's hourly rentals of offer o are its own (r[d,o] int) and
 hold its replicas there: sum_i slots_i y[d,i,o] <= acc_o (r[d,o] - u) (rows.define_capacity_constraints),
@@ -69,8 +67,8 @@ so the users they serve are sum_i a_i y[d,i,o] <= C_o r[d,o] with C_o = acc_o ma
 The cover itself is a cut (the clipping: a demand that one rented system serves rents a whole one),
 and so are its MIRs (divisors: its distinct coefficients below b); both round rented systems up to
 whole ones, which the replicas' cuts do not: 1-accelerator replicas on an 8-accelerator rental cost
-5/8 of a system in the LP, 1 in every plan. Measured on this project's 2-core machine (benchmarks/milp.py; one draw each, and a
-single fleet's time moves either way with any change to the model):
+5/8 of a system in the LP, 1 in every plan. Measured on this project's 2-core machine (benchmarks/milp.py;
+one draw each, and a single fleet's time moves either way with any change to the model):
   22 generated buy-only N+1 fleets, LP bound    +0.3% to +11.5%
   core solves, 10-20 jobs, seeds 3-6            33.8 s -> 31.2 s in all (10 jobs seed 3: 12.5 -> 5.9 s)
   core solves, 15 and 20 jobs, seeds 10-14      98.8 s, 2 of 10 not proven in 30 s -> 38.0 s, all proven
@@ -308,10 +306,12 @@ def _weighted_covers(fm, entity: tuple, keys, users: dict, rows, demands: list) 
     np.maximum.at(ref, of, per)
     has = ref > EPS
     weights = np.where(has, 1.0 / np.where(has, ref, 1.0), 0.0)  # configs x members
-    for c, j in zip(*np.nonzero(~has & has.any(axis=1)[:, None])):
-        top = (per * weights[c]).max(axis=1)
-        fits = (top > EPS) & (per[:, j] > EPS)
-        weights[c, j] = (top[fits] / per[fits, j]).min() if fits.any() else 1.0 / per[:, j].max()
+    for c in np.nonzero(has.any(axis=1))[0]:
+        top = (per * weights[c]).max(axis=1)  # each key's coefficient (kept as members are weighed)
+        for j in np.nonzero(~has[c])[0]:
+            fits = (top > EPS) & (per[:, j] > EPS)
+            weights[c, j] = (top[fits] / per[fits, j]).min() if fits.any() else 1.0 / per[:, j].max()
+            top = np.maximum(top, per[:, j] * weights[c, j])
     keep = has.any(axis=1)
     b = weights[keep] @ need
     a = np.minimum((per[None, :, :] * weights[keep][:, None, :]).max(axis=2), b[:, None])  # covers x keys

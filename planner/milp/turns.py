@@ -35,12 +35,21 @@ def beside(fm, dk: str, i: int, oid: str, on: dict[str, list[str]]) -> set[str]:
     """The serving demands on oid that run (dk, i) must fit beside (the module docstring) in some year
     of the plan (its row holds in every year: a run that must fit beside serving once its runs have
     grown is sized for it from the first)."""
-    job = fm.options.demands[dk].job
+    demands = fm.options.demands
+    job = demands[dk].job
     out = set()
     for t in fm.years:
         hours, deadline, runs = _run(fm, dk, i, t)
-        out |= {sk for sk in on.get(oid, ()) if fm.options.demands[sk].job != job
-                and sharing.beside_serving(hours, deadline, runs, fm.options.demands[sk].hours_per_day)}
+        verdict: dict[float, bool] = {}  # hours_per_day -> must fit beside (a few values among many demands)
+        for sk in on.get(oid, ()):
+            d = demands[sk]
+            if d.job == job:
+                continue
+            must = verdict.get(d.hours_per_day)
+            if must is None:
+                must = verdict[d.hours_per_day] = sharing.beside_serving(hours, deadline, runs, d.hours_per_day)
+            if must:
+                out.add(sk)
     return out
 
 
