@@ -9,11 +9,12 @@ search gives: the same batch, limit and figures, whatever was asked before.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
 from planner.data.catalog import load_catalog
-from planner.options import build, probe
+from planner.options import build, forked, probe
 from planner.physics import serving, step
 
 CAT = load_catalog()
@@ -94,3 +95,39 @@ def test_the_replica_step_is_the_documented_roofline(engine):
         else:
             assert r.time(d, p) == pytest.approx(max(parts["memory"], parts["compute"] + parts["prefill"])
                                                  + parts["comm"] + parts["fixed"])
+
+
+def _options(scenario, monkeypatch, fan_out: bool):
+    from planner.app import planning
+    from planner.data import deadline
+
+    monkeypatch.setattr(forked, "MIN_SEARCHES", 1 if fan_out else 10**9)
+    with deadline.budget(120):
+        return vars(planning.prepare(scenario)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or forked.cpus() < 2, reason="no fork, or one CPU")
+def test_searches_shared_with_a_forked_child_give_the_same_options_and_leave_no_process(monkeypatch):
+    """A large build's serving searches, half computed by a forked child (options/forked.py, its
+    floor lowered to bank.yaml's few searches): every option, reason and note is the same as from
+    the build alone, and the child is gone; a child that fails leaves its share to this process."""
+    from conftest import SCENARIOS
+
+    from planner.data.scenario import load_scenario
+
+    s = load_scenario(SCENARIOS / "bank.yaml")
+    alone = _options(s, monkeypatch, fan_out=False)
+    children, real_fork = [], os.fork
+    monkeypatch.setattr(os, "fork", lambda: children.append(real_fork()) or children[-1])
+    assert _options(s, monkeypatch, fan_out=True) == alone and len(children) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(children[0], os.WNOHANG)  # reaped: no process left
+    parent, real = os.getpid(), build._search
+
+    def failing(args, cache):
+        if os.getpid() != parent:
+            raise RuntimeError("a child's search failed")
+        return real(args, cache)
+
+    monkeypatch.setattr(build, "_search", failing)
+    assert _options(s, monkeypatch, fan_out=True) == alone and len(children) == 2

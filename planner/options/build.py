@@ -9,6 +9,7 @@ Anything that cannot run records why, per job and accelerator, for the why-not t
 from __future__ import annotations
 
 import gc
+import time
 
 from planner.data import deadline
 from planner.data.catalog import Catalog, System
@@ -22,7 +23,7 @@ from planner.data.jobs import (  # noqa: F401
 )
 from planner.data.scenario import Scenario
 from planner.options import disagg as disagg_options
-from planner.options import measured, probe
+from planner.options import forked, measured, probe
 from planner.options.batch import BATCH_COUNTS, batch_configs, batch_counts  # noqa: F401
 from planner.options.api import api_options
 from planner.options.crossdisagg import options as cross_options
@@ -222,6 +223,8 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
             policy_reasons[acc_id] = _policy_reason(acc_id, cat, opts)
         return policy_reasons[acc_id]
 
+    if reuse is None:
+        _searched_beside(s, cat, opts, demands, cache, eligibility)
     budget = deadline.current()
     for done, d in enumerate(demands):
         if deadline.left() <= 0:
@@ -302,12 +305,10 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
         engine = getattr(job, "engine", None)
         # jobs alike in model, workload and targets get the same configurations on a system: searched
         # once per build, then labelled with each demand (2,000 jobs: 82,000 searches -> about 6,000)
-        tpot_ms = "max_tpot_ms" in getattr(job, "model_fields_set", ())  # (its reasons in ms per token)
-        key = ("configs", m.id, system.id, d.workload, d.min_tokens_per_s, d.max_ttft_s, engine, tpot_ms)
+        key, args = _search_of(d, job, m, acc, system)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            found = serve_configs(m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, "", cache, engine,
-                                  tpot_ms)
+            found = _search(args, cache)
             if cache is not None:
                 cache[key] = found
         got, why = [_labelled(o, d.key) for o in found[0]], found[1]
@@ -329,6 +330,44 @@ def _options_for(d: Demand, job, m, acc, system: System, cache: dict | None = No
         return [_labelled(o, d.key) for o in found], why
     opt, why = edge_config(job, m, acc, system, d.key)
     return ([opt] if opt else []), why
+
+
+def _search_of(d: Demand, job, m, acc, system: System) -> tuple[tuple, tuple]:
+    """(key, arguments) of serving demand d's configuration search on a system (_search): demands
+    alike share the key."""
+    engine = getattr(job, "engine", None)
+    tpot_ms = "max_tpot_ms" in getattr(job, "model_fields_set", ())  # (its reasons in ms per token)
+    key = ("configs", m.id, system.id, d.workload, d.min_tokens_per_s, d.max_ttft_s, engine, tpot_ms)
+    return key, (m, acc, system, d.workload, d.min_tokens_per_s, d.max_ttft_s, engine, tpot_ms)
+
+
+def _search(args: tuple, cache: dict | None):
+    """serve_configs of _search_of's arguments, unlabelled (demand ''), with the build's cache."""
+    m, acc, system, wl, min_tps, max_ttft, engine, tpot_ms = args
+    return serve_configs(m, acc, system, wl, min_tps, max_ttft, "", cache, engine, tpot_ms)
+
+
+def _searched_beside(s: Scenario, cat: Catalog, opts: Options, demands: list, cache: dict, eligibility: dict) -> None:
+    """The distinct serving searches the build will ask (each serving demand on each system it may
+    use), shared with a second process where that pays (options/forked.py), their answers put in
+    `cache` under _options_for's keys; nothing where it does not."""
+    jobs, scratch, tasks = {j.name: j for j in s.jobs}, Options(), {}
+    scratch.offers, scratch.pair_only = opts.offers, opts.pair_only
+    for d in demands:
+        if d.kind != "serve":
+            continue
+        job = jobs[d.job]
+        record_eligible(scratch, d, s, cat, eligibility)  # (shared with the build's: same offers, same answer)
+        for sid in sorted({opts.offers[oid].system for oid in scratch.eligible[d.key]}):
+            system = cat.systems[sid]
+            key, args = _search_of(d, job, cat.models[job.model], cat.accelerators[system.accelerator], system)
+            tasks.setdefault(key, args)
+    if len(tasks) < forked.MIN_SEARCHES:
+        return
+    b = deadline.current()
+    end = None if b is None else time.monotonic() + b.left()
+    cache.update(forked.shared(list(tasks.items()), lambda *args: _search(args, cache),
+                               lambda key: (key[1], cat.systems[key[2]].accelerator), end))
 
 
 def _labelled(o, demand: str):
