@@ -122,7 +122,8 @@ def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_
 
 def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_cheaper_plan_is_planned(monkeypatch):
     """choose-go.yaml shortlisted and too large for the screened search (screening.MAX_COLUMNS 0):
-    HiGHS searches the shortlist in a child (mipbound.start_search) while CBC does; CBC ending with
+    HiGHS searches the first shortlist in a child while the full bound is computed (app/early.py),
+    then the widened shortlist in another (mipbound.start_search) while CBC does; CBC ending with
     no plan (as on a large fleet in its time), the child's plan is the plan, named as its, verified
     (make_plan), measured against the full bound; on two cores the full-model prover starts once the
     search is done (the second core was the search's), with three as soon as the full LP is solved,
@@ -147,14 +148,14 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
     s = load_scenario(SCENARIOS / "choose-go.yaml")
     with deadline.budget(60):
         plan = planning.make_plan(s, explain="none")
-    assert len(searchers) == 1 and searchers[0] is not None and searchers[0].proc is None  # stopped
+    assert len(searchers) == 2 and all(c is not None and c.proc is None for c in searchers)  # stopped
     assert plan["solver"]["name"] == prune.SEARCHER_NAME and plan["status"] in ("optimal", "feasible")
-    assert plan["solver"]["gap"] is not None and provers == [(1, True)]  # once the search's core is free
-    assert searchers[0].best is None  # (no bound read from a shortlist's search)
+    assert plan["solver"]["gap"] is not None and provers == [(2, True)]  # once the search's core is free
+    assert searchers[1].best is None  # (no bound read from a shortlist's search)
     monkeypatch.setattr(mipbound, "cores", lambda: 3)
     with deadline.budget(60):
         planning.make_plan(s, explain="none")
-    assert len(searchers) == 2 and provers[1][0] == 1  # started before the second search, beside it
+    assert len(searchers) == 4 and provers[1][0] == 3  # started before the second search, beside it
 
 
 def test_a_search_child_leaves_its_plan_and_writes_no_bound():
@@ -405,3 +406,43 @@ def test_where_the_search_finds_no_plan_in_its_time_the_provers_plan_is_planned(
         pytest.skip("one core: no prover")
     assert plan["solver"]["name"] in (prune.PROVER_NAME, prune.POLISH_NAME)  # (HiGHS searched on from it)
     assert plan["status"] in ("optimal", "feasible") and plan["demand_met"] and plan["solver"]["gap"] is not None
+
+
+def test_the_first_shortlist_is_searched_while_the_full_bound_is_computed_and_its_plan_starts_cbcs(monkeypatch):
+    """app/early.py: choose-go.yaml shortlisted, searched by CBC alone (screening.MAX_COLUMNS 0), two
+    cores: HiGHS searches the first shortlist in a child while the full model's bound is computed;
+    its plan, carried onto the widened shortlist, meets every row there and is CBC's start (warm),
+    and the plan is no dearer."""
+    import time
+
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
+    monkeypatch.setattr(mipbound, "cores", lambda: 2)
+    children, seen = [], []
+    real_start, real_bound, real_search = mipbound.start_search, prune.full_model_bound, screening.search
+
+    def started(lp, seconds, plan=None):
+        children.append(real_start(lp, seconds, plan))
+        return children[-1]
+
+    def bound_once_a_plan_is_found(fm, seconds=None):
+        end = time.monotonic() + 30
+        while children and children[0].incumbent() is None and time.monotonic() < end:
+            time.sleep(0.05)  # (a large fleet's bound takes seconds; this one's would end first)
+        return real_bound(fm, seconds)
+
+    def search(fm, **kwargs):
+        seen.append((kwargs.get("warm"), screening.start_plan(fm)))
+        return real_search(fm, **kwargs)
+
+    monkeypatch.setattr(mipbound, "start_search", started)
+    monkeypatch.setattr(prune, "full_model_bound", bound_once_a_plan_is_found)
+    monkeypatch.setattr(screening, "search", search)
+    with deadline.budget(60):
+        plan = planning.make_plan(load_scenario(SCENARIOS / "choose-go.yaml"), explain="none")
+    if not children or children[0] is None:
+        pytest.skip("no HiGHS child here")
+    (warm, start), first = seen[0], children[0]
+    assert first.proc is None and first.plan is not None  # stopped, its plan read
+    assert warm is True and start is not None and start.objective == pytest.approx(first.plan[0], rel=1e-6)
+    assert plan["total_cost_usd_per_year"] <= start.objective * (1 + 1e-6)

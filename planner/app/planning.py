@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from planner.app import beside, narrowing
+from planner.app import beside, early, narrowing
 from planner.data import consistency as checks
 from planner.data import deadline
 from planner.data.errors import InfeasibleError, SolverError
@@ -150,9 +150,11 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                                               or _full_bound_s(fm) > BOUND_STEP_SHARE * b.left()):
         deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
         bound = prune.FullBound(None, {}, 0)
-    prover = searcher = lagrange = None
+    prover = searcher = lagrange = child = None
+    warm = False
     try:
         if fm.pairs_pruned and bound is None:  # a shortlist: widen it with the full LP's pairs, measure against its bound
+            child = early.start(fm, b.left() if b is not None else None)
             deadline.step("bound")
             bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
             deadline.step("solve")
@@ -160,6 +162,8 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
                 keep = bound.widened(screened)
                 if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
+                    if child is not None and mipbound.cores() < 3:
+                        child.stop()  # (its core is the prover's; its plan is kept)
                     prover = beside.prover(bound)
                 elif bound.optimum is not None:  # (an LP of HiGHS's: its duals)
                     seconds = LAGRANGIAN_BESIDE_SHARE * (b.left() if b is not None else time_limit_s or s.solver.time_limit_s)
@@ -167,17 +171,18 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 fm = model.build(s, cat, opts, keep_pairs=keep)
                 if screened and not screening.eligible(fm):
                     fm = model.build(s, cat, opts, keep_pairs=bound.support)
+            warm, child = early.warmed(child, first, fm), None  # (its plan: the search's start)
         if fm is first:  # (the model searched as built: not shortlisted, or its bound cut)
             covers.add_weighted(fm)
         b = deadline.current()
         searcher = _second_search(fm, b) if prover is None or mipbound.cores() >= 3 else None
         if prover is None and bound is not None and (searcher is None or mipbound.cores() >= 3):
             prover = beside.prover(bound)  # the full model's bound raised apart
-        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher, lagrange)
+        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher, lagrange, warm)
     finally:
-        for child in (prover, searcher, lagrange):
-            if child is not None:
-                child.stop()
+        for started in (prover, searcher, lagrange, child):
+            if started is not None:
+                started.stop()
 
 
 def _second_search(fm, b):
@@ -193,7 +198,8 @@ def _second_search(fm, b):
     return mipbound.start_search(relaxation(fm.prob), b.left())
 
 
-def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None, lagrange=None):
+def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None, lagrange=None,
+              warm: bool = False):
     """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
     model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
     (mipbound.py: waited on while the plan's gap is above the one asked, then stopped; its own plan,
@@ -218,7 +224,8 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
 
     whole = bound is None and b is not None and beside.possible(s, b.left())  # (not shortlisted: CBC alone, first)
     first_s = beside.first_limit(b.left()) if whole else short_limit
-    res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap))
+    res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap),
+                           warm=warm)
     own = late = None  # (children started here: stopped however this ends)
     try:
         if whole and beside.unproven(res, s.solver.gap) and deadline.left() > ROOT_MIN_S + reserve:  # a hard model:
