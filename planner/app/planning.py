@@ -150,8 +150,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                                               or _full_bound_s(fm) > BOUND_STEP_SHARE * b.left()):
         deadline.cut("bound")  # the time left goes to the search; the plan is then never called optimal
         bound = prune.FullBound(None, {}, 0)
-    prover = searcher = lagrange = child = None
-    warm = False
+    prover = searcher = lagrange = child = start = None
     try:
         if fm.pairs_pruned and bound is None:  # a shortlist: widen it with the full LP's pairs, measure against its bound
             child = early.start(fm, b.left() if b is not None else None)
@@ -171,14 +170,14 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 fm = model.build(s, cat, opts, keep_pairs=keep)
                 if screened and not screening.eligible(fm):
                     fm = model.build(s, cat, opts, keep_pairs=bound.support)
-            warm, child = early.warmed(child, first, fm), None  # (its plan: the search's start)
+            start, child = early.warmed(child, first, fm), None  # (its plan: the search's start)
         if fm is first:  # (the model searched as built: not shortlisted, or its bound cut)
             covers.add_weighted(fm)
         b = deadline.current()
         searcher = _second_search(fm, b) if prover is None or mipbound.cores() >= 3 else None
         if prover is None and bound is not None and (searcher is None or mipbound.cores() >= 3):
             prover = beside.prover(bound)  # the full model's bound raised apart
-        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher, lagrange, warm)
+        return _searched(s, cat, opts, fm, bound, prover, time_limit_s, explained, searcher, lagrange, start)
     finally:
         for started in (prover, searcher, lagrange, child):
             if started is not None:
@@ -199,7 +198,7 @@ def _second_search(fm, b):
 
 
 def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None, lagrange=None,
-              warm: bool = False):
+              start=None):
     """solve_scenario's search of the (shortlisted) model, and its plan measured against the full
     model's bound: its LP's, raised by CBC's root node and by the prover's branch and cut
     (mipbound.py: waited on while the plan's gap is above the one asked, then stopped; its own plan,
@@ -225,7 +224,7 @@ def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained
     whole = bound is None and b is not None and beside.possible(s, b.left())  # (not shortlisted: CBC alone, first)
     first_s = beside.first_limit(b.left()) if whole else short_limit
     res = screening.search(fm, time_limit_s=within(first_s), first=narrowing.narrower(bound, prover, s.solver.gap),
-                           warm=warm)
+                           **early.search_from(fm, start))
     own = late = None  # (children started here: stopped however this ends)
     try:
         if whole and beside.unproven(res, s.solver.gap) and deadline.left() > ROOT_MIN_S + reserve:  # a hard model:

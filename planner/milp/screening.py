@@ -114,7 +114,7 @@ def _bounds(var, state: int) -> tuple[float, float | None]:
 
 def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
            max_nodes: int | None = None, warm: bool = False, spares_only: bool = False,
-           first=None) -> SolveResult:
+           first=None, known: SolveResult | None = None) -> SolveResult:
     """The model's plan (milp.solve.solve's result, and its arguments): screened as the module
     docstring says when the model has two pools or more, else one CBC search. max_nodes bounds each
     of the two CBC searches. spares_only: screen N+1 models only (the explanations' re-plans,
@@ -124,7 +124,9 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     when it meets every row it is the incumbent (steps 1-3 are skipped) and the screened search
     starts from it; else one CBC search from it. first: called with the incumbent's cost once step 3
     has it, then (from a thread) with each cheaper plan's cost CBC's log shows while step 5 runs
-    (solve's on_plan): app/narrowing.py narrows the full model's prover to the plans that would beat it."""
+    (solve's on_plan): app/narrowing.py narrows the full model's prover to the plans that would beat it.
+    known: a plan of the model found before (start_plan's; app/early.py), the incumbent where step 3
+    finds none or a dearer one."""
     screened = eligible(fm) and (bool(fm.u) or not spares_only or warm)
     found = start_plan(fm) if screened and warm else None
     lp = relaxation(fm.prob) if screened and (found is not None or not warm) else None
@@ -143,13 +145,16 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
     if found is None:
         budget = _Work(_lp_budget(fm), start + STEPS_SHARE * limit)
         pattern = _dive(lp, opens, keys, budget) if math.isfinite(root) else None
-        if pattern is None:
+        if pattern is None and known is None:
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
-        pattern = _improve(lp, opens, keys, pattern, budget)
-        with _pools_fixed(opens, pattern):
-            found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, engine=FIRST_ENGINE)
-        if found.ok:
-            found = dataclasses.replace(found, solver=FIRST_NAME)
+        if pattern is not None:
+            pattern = _improve(lp, opens, keys, pattern, budget)
+            with _pools_fixed(opens, pattern):
+                found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, engine=FIRST_ENGINE)
+            if found.ok:
+                found = dataclasses.replace(found, solver=FIRST_NAME)
+        if known is not None and (found is None or not found.ok or known.objective < found.objective):
+            found = known  # (the model's values are the plan's from here: load_values before step 5)
         if not found.ok:  # no plan of whole systems in that set of pools: the search alone
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
