@@ -194,7 +194,7 @@ def _second_search(fm, b):
     a dearer plan, seed 4 2.19% -> 2.25%, seed 5 2.95% -> 2.72%)."""
     if not fm.pairs_pruned or b is None or fm.scenario.solver.name != "cbc" or len(fm.prob.variables()) <= screening.MAX_COLUMNS:
         return None
-    return mipbound.start_search(relaxation(fm.prob), b.left())
+    return mipbound.start_search(fm.relaxed or relaxation(fm.prob), b.left())  # (add_weighted's, where it made one)
 
 
 def _searched(s: Scenario, cat, opts, fm, bound, prover, time_limit_s, explained: bool, searcher=None, lagrange=None,

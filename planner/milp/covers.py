@@ -395,6 +395,6 @@ def add_weighted(fm) -> None:
 
     b = deadline.current()
     end = None if b is None else time.monotonic() + WEIGHTED_SHARE * b.left()
-    lp = relaxation(fm.prob)
+    lp = fm.relaxed = relaxation(fm.prob)
     if lp is not None:
         separated(fm, lp, end)

@@ -57,6 +57,9 @@ class Registry:
     full model behind a shortlist's bound (prune.py), whose LP most of them never bind"""
     held_cuts: list = field(default_factory=list, kw_only=True)
     """the cuts held back (covers.Held), when lazy"""
+    relaxed: object = field(default=None, kw_only=True)
+    """the model's LP relaxation (relaxation.Relaxation) as covers.add_weighted left it, rows and
+    all, for a search child of the same model (app/planning._second_search) to reuse"""
     rows: dict = field(default_factory=dict, kw_only=True)
     cuts: list = field(default_factory=list, kw_only=True)
     """keys of rows that are valid inequalities (<= rows that tighten the LP relaxation, never
