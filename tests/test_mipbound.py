@@ -11,7 +11,7 @@ from conftest import SCENARIOS
 from test_bruteforce import scenario, serve
 from test_milp_core import N1, n_plus_1_brute_force
 
-from planner.app import beside, narrowing, planning
+from planner.app import beside, early, narrowing, planning
 from planner.data import deadline
 from planner.data.scenario import load_scenario
 from planner.milp import fleet, mipbound, prover_child, prune, screening
@@ -121,13 +121,14 @@ def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_
 
 
 def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_cheaper_plan_is_planned(monkeypatch):
-    """choose-go.yaml shortlisted and too large for the screened search (screening.MAX_COLUMNS 0):
-    HiGHS searches the first shortlist in a child while the full bound is computed (app/early.py),
-    then the widened shortlist in another (mipbound.start_search) while CBC does; CBC ending with
-    no plan (as on a large fleet in its time), the child's plan is the plan, named as its, verified
-    (make_plan), measured against the full bound; on two cores the full-model prover starts once the
-    search is done (the second core was the search's), with three as soon as the full LP is solved,
-    beside both searches; a search child writes no bound."""
+    """choose-go.yaml shortlisted and too large for the screened search (screening.MAX_COLUMNS 0),
+    no plan of the first shortlist to start from (app/early.py's child left out: with one, the
+    prover takes the second core instead): HiGHS searches the shortlist in a child
+    (mipbound.start_search) while CBC does; CBC ending with no plan (as on a large fleet in its
+    time), the child's plan is the plan, named as its, verified (make_plan), measured against the
+    full bound; on two cores the full-model prover starts once the search is done (the second core
+    was the search's), with three as soon as the full LP is solved, beside both searches; a search
+    child writes no bound."""
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
     real_start = mipbound.start_search
@@ -142,20 +143,21 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
         return searchers[-1]
 
     monkeypatch.setattr(screening, "search", nothing)
+    monkeypatch.setattr(early, "start", lambda *a: None)
     monkeypatch.setattr(mipbound, "start_search", searcher)
     monkeypatch.setattr(mipbound, "start", lambda *a, **k: provers.append((len(searchers), searchers[-1].proc is None)))
     monkeypatch.setattr(mipbound, "cores", lambda: 2)
     s = load_scenario(SCENARIOS / "choose-go.yaml")
     with deadline.budget(60):
         plan = planning.make_plan(s, explain="none")
-    assert len(searchers) == 2 and all(c is not None and c.proc is None for c in searchers)  # stopped
+    assert len(searchers) == 1 and searchers[0] is not None and searchers[0].proc is None  # stopped
     assert plan["solver"]["name"] == prune.SEARCHER_NAME and plan["status"] in ("optimal", "feasible")
-    assert plan["solver"]["gap"] is not None and provers == [(2, True)]  # once the search's core is free
-    assert searchers[1].best is None  # (no bound read from a shortlist's search)
+    assert plan["solver"]["gap"] is not None and provers == [(1, True)]  # once the search's core is free
+    assert searchers[0].best is None  # (no bound read from a shortlist's search)
     monkeypatch.setattr(mipbound, "cores", lambda: 3)
     with deadline.budget(60):
         planning.make_plan(s, explain="none")
-    assert len(searchers) == 4 and provers[1][0] == 3  # started before the second search, beside it
+    assert len(searchers) == 2 and provers[1][0] == 1  # started before the second search, beside it
 
 
 def test_a_search_child_leaves_its_plan_and_writes_no_bound():
