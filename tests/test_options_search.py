@@ -110,7 +110,8 @@ def _options(scenario, monkeypatch, fan_out: bool):
 def test_searches_shared_with_a_forked_child_give_the_same_options_and_leave_no_process(monkeypatch):
     """A large build's serving searches, half computed by a forked child (options/forked.py, its
     floor lowered to bank.yaml's few searches): every option, reason and note is the same as from
-    the build alone, and the child is gone; a child that fails leaves its share to this process."""
+    the build alone, and the child is gone; a child that fails leaves its share to this process,
+    and a fork refused (a process limit) leaves it all here."""
     from conftest import SCENARIOS
 
     from planner.data.scenario import load_scenario
@@ -131,3 +132,9 @@ def test_searches_shared_with_a_forked_child_give_the_same_options_and_leave_no_
 
     monkeypatch.setattr(build, "_search", failing)
     assert _options(s, monkeypatch, fan_out=True) == alone and len(children) == 2
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # (fork's EAGAIN: a process limit)
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert _options(s, monkeypatch, fan_out=True) == alone

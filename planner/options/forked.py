@@ -13,7 +13,8 @@ be computed here as before. Only on Linux (fork, which shares the loaded catalog
 cost: a new interpreter would import them again), with two CPUs or more for this process, and from
 MIN_SEARCHES distinct searches up (below, the fork and the answers' transfer cost about what they
 save). The child resets SIGINT and SIGTERM to end at once (the command's own handler ends every
-child on its way out: cli/signals.py) and stops at the command's time limit like the build.
+child on its way out: cli/signals.py) and stops at the command's time limit like the build. Where
+no process can be forked (a container's process limit), everything is computed here.
 """
 
 from __future__ import annotations
@@ -43,8 +44,16 @@ def shared(tasks: list, compute, group, end: float | None) -> dict:
     if len(tasks) < MIN_SEARCHES or not sys.platform.startswith("linux") or not hasattr(os, "fork") or cpus() < 2:
         return {}
     mine, theirs = _split(tasks, group)
-    read, write = os.pipe()
-    pid = os.fork()
+    try:
+        read, write = os.pipe()
+    except OSError:  # (no descriptors left: the caller computes them all, as without a second process)
+        return {}
+    try:
+        pid = os.fork()
+    except OSError:  # (no process allowed: a container's limit, or memory)
+        os.close(read)
+        os.close(write)
+        return {}
     if pid == 0:  # the child: its share, pickled into the pipe, then gone without running the parent's clean-up
         code = 1
         try:
