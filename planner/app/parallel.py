@@ -8,23 +8,20 @@ only when asked for.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from planner.app.sweep import solve_entry
 from planner.data.errors import InputError, Problem
+from planner.options import forked
 
 BACKENDS = ("local", "ray")
 
 
 def default_workers() -> int:
-    """The CPUs this process may use (the affinity mask, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+    """The CPUs this process may use (the affinity mask, not the machine's count: forked.cpus)."""
+    return max(1, forked.cpus())
 
 
 def run(items, catalog_paths: tuple[str, ...] = (), time_limit_s: float | None = None, progress=None,

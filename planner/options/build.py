@@ -223,7 +223,7 @@ def _build(s: Scenario, cat: Catalog, reuse: Options | None, rebuild: frozenset[
             policy_reasons[acc_id] = _policy_reason(acc_id, cat, opts)
         return policy_reasons[acc_id]
 
-    if reuse is None:
+    if reuse is None and forked.possible():  # (the searches listed only where a child could share them)
         _searched_beside(s, cat, opts, demands, cache, eligibility)
     budget = deadline.current()
     for done, d in enumerate(demands):

@@ -36,12 +36,17 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
+def possible() -> bool:
+    """Whether a child can share the work here (the module docstring: Linux's fork, two CPUs)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and cpus() >= 2
+
+
 def shared(tasks: list, compute, group, end: float | None) -> dict:
     """{key: compute(*args)} for tasks [(key, args)] (distinct keys), one share computed by a forked
     child, the other here; {} where it does not pay or cannot run (the module docstring): the caller
     computes them. `group(key)`: tasks of one group stay in one share. `end`: time.monotonic() past
     which neither process starts a task (what is missing is left to the caller)."""
-    if len(tasks) < MIN_SEARCHES or not sys.platform.startswith("linux") or not hasattr(os, "fork") or cpus() < 2:
+    if len(tasks) < MIN_SEARCHES or not possible():
         return {}
     mine, theirs = _split(tasks, group)
     try:
