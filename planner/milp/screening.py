@@ -55,6 +55,7 @@ import math
 import time
 
 from planner.data import deadline
+from planner.data.errors import SolverError
 from planner.milp.fleet import FleetModel
 from planner.milp.registry import bounds_held, room
 from planner.milp.relaxation import Relaxation, relaxation
@@ -170,8 +171,11 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             from_first = warm or max_nodes is None  # (the plan's own search: step 5 starts from the incumbent)
             if from_first:
                 load_values(fm, found.values)
-            final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=from_first,
-                          on_plan=first)
+            try:
+                final = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, cutoff=above, warm=from_first,
+                              on_plan=first)
+            except SolverError:  # (CBC crashed twice: solve._again) the incumbent stands, feasible
+                final = SolveResult("not-solved", 0.0, None, None, found.solver)
     return _total(_best(fm, found, final, root, gap), start)
 
 

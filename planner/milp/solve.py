@@ -107,8 +107,8 @@ OVERRUN_STOP_S = 1.0
 """CBC past its time limit by this much is interrupted (cbclog.interrupt: SIGINT, on which it ends its
 search and writes its best plan): CBC reads its clock between cut passes and nodes, and on a large
 model a pass takes seconds (2,000 generated jobs, 65,426 columns: a search given 11.2 s ran 17.7 s).
-CBC does not heed the signal before its search has started (500 generated jobs: interrupted after
-1 s it ran its full 30 s), so a model slow to load still runs on to its own check."""
+CBC ignores it before its search starts (500 jobs: interrupted after 1 s it ran its full 30 s): a
+model slow to load runs on to its own check, or is killed (cbclog.Watch: HANG_S, or a crash)."""
 MIN_LIMIT_S = 0.25
 """the shortest time limit a solve is given (CBC reads fractional seconds and stops within a few
 hundredths of them; a limit of 0 would be none): an explanation MILP started with 0.4 s of its
@@ -203,9 +203,8 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     thread, with the cost of each cheaper plan CBC's log shows while it runs (cbclog.Tail), before
     the search ends; the plan returned is the search's as always. Where on_plan has an `enough`
     method, CBC is interrupted once it returns true (cbclog.interrupt): the search returns its best
-    plan then, feasible. A shortlist's model (pairs_pruned), whose proof no plan rests on (its plan's
-    gap is measured against the full model's bound), is searched with DINS too (CBC_OPTIONS says
-    why not otherwise)."""
+    plan then, feasible. A shortlist's model (pairs_pruned: its plan's gap is the full model's bound's)
+    is searched with DINS too (CBC_OPTIONS says why not otherwise)."""
     cfg = fm.scenario.solver
     engine = engine or cfg.name
     if not mip and engine == "cbc" and relaxation_available():
@@ -236,15 +235,12 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
             order = _spare_search(fm, solver, name)
         tail = (cbclog.Tail(log, on_plan, fm.prob.objective.constant or 0.0, getattr(on_plan, "enough", None))
                 if on_plan and log and mip else None)
-        stop = threading.Timer(limit + OVERRUN_STOP_S, cbclog.interrupt, (log,)) if log and mip else None
-        if stop is not None:
-            stop.daemon = True
-            stop.start()
+        stop = cbclog.Watch(log, limit + OVERRUN_STOP_S) if log and mip else None  # (and a crash killed)
         try:
             return _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted, engine)
         finally:
             if stop is not None:
-                stop.cancel()
+                stop.stop()
             if tail is not None:
                 tail.stop()
     finally:
@@ -309,14 +305,23 @@ def _unlink(path: str) -> None:
         pass
 
 
+def _again(solver, limit: float, start: float) -> None:
+    """The solver set for its second run: cold (cbcbox's CBC crashed on a warm start, never without
+    one: cbclog.CRASHED), within what is left of its time limit."""
+    solver.optionsDict["warmStart"] = False
+    if getattr(solver, "timeLimit", None) is not None:
+        solver.timeLimit = max(MIN_LIMIT_S, round(limit - (time.perf_counter() - start), 2))
+
+
 def _solved(fm, solver, name, limit, cfg, gap, mip, max_nodes, start, log, budgeted=False,
             engine: str = "cbc") -> SolveResult:
     try:
         with stdout_silenced(engine == "highs"):
             try:
                 fm.prob.solve(solver)
-            except (pulp.PulpSolverError, OSError, ValueError, IndexError):
-                fm.prob.solve(solver)  # once more: a solver process lost to a passing fault on a loaded machine
+            except (pulp.PulpSolverError, OSError, ValueError, IndexError):  # once more: a solver process lost to
+                _again(solver, limit, start)  # a passing fault on a loaded machine, or crashed
+                fm.prob.solve(solver)
     except (pulp.PulpSolverError, OSError, ValueError, IndexError) as exc:  # IndexError: a truncated solution file
         raise SolverError(f"the solver ({name}) stopped without a result: it crashed, was killed or "
                           f"could not run ({str(exc).split(',')[0]}).\n    To fix: check that the cbc "
