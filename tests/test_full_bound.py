@@ -148,3 +148,36 @@ def test_the_lazy_full_models_separated_lp_is_the_lp_with_every_cut(shortlisted)
     assert prune.covers.separate(full, bound.lp.point(), bound.lp.column) == []
     fresh = relaxation(full.prob).arrays
     assert all((fresh[k] == bound.lp.arrays[k]).all() for k in fresh)
+
+
+def test_cuts_left_to_the_provers_child_give_it_the_lp_with_every_cut(shortlisted):
+    """prune.full_model_bound's `defer`: the LP is solved once, without the held cuts, and the
+    prover's child separates them in a process of its own (prover_child._separated): its first bound
+    is the LP with every cut (the bound the planner separates in process), and the planner reads
+    back the rows it added and that LP's optimum (Prover.separating). A narrowing asked before then
+    waits (pending) and is applied once the child has them."""
+    import time
+
+    from planner.milp import mipbound
+
+    if mipbound.cores() < mipbound.MIN_CORES:
+        pytest.skip("one core: no prover")
+    s, cat, opts, short = shortlisted
+    separated = prune.full_model_bound(short)
+    deferred = prune.full_model_bound(short, defer=True)
+    assert deferred.held and deferred.objective < separated.objective * (1 - 1e-4)
+    rows = len(deferred.lp.arrays["row_lower"])
+    prover = mipbound.Prover(deferred.lp, 30.0, presolve=False, held=deferred.held)
+    try:
+        assert prover.narrow(separated.objective * 1.001, deferred.optimum, 30.0, 0.1) is True
+        end = time.monotonic() + 20
+        while prover.pending is not None and time.monotonic() < end:
+            prover.read()
+            time.sleep(0.05)
+        assert prover.pending is None and not prover.separating
+        assert prover.optimum.objective == pytest.approx(separated.objective, rel=1e-6)
+        assert len(deferred.lp.arrays["row_lower"]) > rows  # (the child's rows, read back)
+        assert prover.read() >= separated.objective * (1 - 1e-6)
+        assert prover.cutoff == pytest.approx(separated.objective * 1.001)  # (narrowed, once it could be)
+    finally:
+        prover.stop()

@@ -69,8 +69,8 @@ def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_
         started.append(real_start(lp, seconds, lp_seconds, *narrowed, **lagrange))
         return started[-1]
 
-    def bound_seen(fm, seconds=None):
-        lps.append(real_bound(fm, seconds))
+    def bound_seen(fm, seconds=None, defer=False):
+        lps.append(real_bound(fm, seconds, defer))
         return lps[-1]
 
     monkeypatch.setattr(mipbound, "start", recorded)
@@ -427,11 +427,11 @@ def test_the_first_shortlist_is_searched_while_the_full_bound_is_computed_and_it
         children.append(real_start(lp, seconds, plan))
         return children[-1]
 
-    def bound_once_a_plan_is_found(fm, seconds=None):
+    def bound_once_a_plan_is_found(fm, seconds=None, defer=False):
         end = time.monotonic() + 30
         while children and children[0].incumbent() is None and time.monotonic() < end:
             time.sleep(0.05)  # (a large fleet's bound takes seconds; this one's would end first)
-        return real_bound(fm, seconds)
+        return real_bound(fm, seconds, defer)
 
     def search(fm, **kwargs):
         seen.append((kwargs.get("warm"), screening.start_plan(fm)))

@@ -71,7 +71,7 @@ def own_bound(fm, res, seconds: float):
     if lp is None or objective == float("inf"):
         return None
     bound = prune.FullBound(objective, {}, fm.pairs, fm, lp_seconds=time.perf_counter() - started, by_highs=True,
-                            lp=lp, optimum=lp.optimum(objective))
+                            lp=lp, optimum=lp.optimum(objective), whole=True)
     return prune.raised(bound, res.bound)
 
 
@@ -82,7 +82,7 @@ def prover(bound):
     if b is None or bound.objective is None:
         return None
     lagrange = None if bound.optimum is None else (lagrangian.labels(bound.model, bound.lp), bound.optimum)
-    return mipbound.start(bound.lp, b.left(), bound.lp_seconds, lagrange=lagrange)
+    return mipbound.start(bound.lp, b.left(), bound.lp_seconds, lagrange=lagrange, held=bound.held)
 
 
 def polish(fm, res, seconds: float):

@@ -155,12 +155,14 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
         if fm.pairs_pruned and bound is None:  # a shortlist: widen it with the full LP's pairs, measure against its bound
             child = early.start(fm, b.left() if b is not None else None)
             deadline.step("bound")
-            bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None)
-            deadline.step("solve")
+            screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
+            now = screened or mipbound.cores() >= 3  # (the prover starts once the bound is in)
+            defer = b is not None and now and mipbound.cores() >= mipbound.MIN_CORES
+            bound = prune.full_model_bound(fm, BOUND_STEP_SHARE * b.left() if b is not None else None, defer)
+            deadline.step("solve")  # (defer: the prover below separates the cuts, in a process of its own)
             if bound.objective is not None:
-                screened = screening.eligible(fm)  # nearest pairs only for the screened search (prune._nearest)
                 keep = bound.widened(screened)
-                if screened or mipbound.cores() >= 3:  # no second search to share its core: start it now
+                if now:  # no second search to share its core: start it now
                     if child is not None and mipbound.cores() < 3:
                         child.stop()  # (its core is the prover's; its plan is kept)
                     prover = beside.prover(bound)
@@ -302,7 +304,7 @@ def _measured(s: Scenario, cat, opts, fm, res, bound, prover, time_limit_s, shar
                 searched += time.perf_counter() - started
             bound = prune.raised(bound, prover.stop())
             dearer = prover.plan is None or not prune.cheaper(prover.plan[0], res.objective) or _late(fm, bound)
-            found = None if dearer else prune.prover_plan(bound, prover.plan, not fm.pairs_pruned)  # (checked only if cheaper:
+            found = None if dearer else prune.prover_plan(bound, prover.plan)  # (checked only if cheaper:
             if found is not None and prune.cheaper(found.objective, res.objective):  # 0.2 s on 60 jobs)
                 fm, res = bound.model, found  # the prover's branch and cut found a cheaper plan: plan that
                 screening.load_values(fm, res.values)
@@ -316,7 +318,7 @@ def _prover_instead(fm, res, bound, prover):
     none in its time (a slow machine: 60 generated jobs, limit 10 s, on one about 1.6x slower than
     this module's shares were set on, ended with no plan while the prover beside it held one);
     else (fm, res) as they are."""
-    found = prune.prover_plan(bound, prover.incumbent(), not fm.pairs_pruned)
+    found = prune.prover_plan(bound, prover.incumbent())
     if found is None:
         return fm, res
     screening.load_values(bound.model, found.values)

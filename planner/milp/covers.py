@@ -97,44 +97,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import pulp
 
 from planner.data import deadline
 from planner.milp import pooling
+from planner.milp.cutpool import EPS, SEPARATION_ROUNDS, Covers, Held, mir_matrix, stripped, violated
 from planner.milp.rows import affine, y_of
-
-EPS = 1e-9
-
-
-def mir_matrix(a, b: float):
-    """mir's cuts of sum a x >= b vectorised, for the cuts a lazy model holds back: (right sides,
-    a numpy matrix of one row of coefficients per cut, over a's columns, zeros kept). A pool's
-    aggregate cover has a term per configuration and offer (hundreds), and as many divisors:
-    200 generated jobs' full model, 2 s of mir's loops (tests/test_covers.py holds the two equal)."""
-    import numpy as np
-
-    a = np.asarray(a, dtype=float)
-    _, rhs, coef = mir_rows(a, b, np.unique(a[(a > EPS) & (a < b - EPS)]))
-    return rhs, coef
-
-
-def mir_rows(a, b: float, deltas):
-    """(the divisors kept, right sides, coefficient matrix) of the MIRs of sum a x >= b over
-    nonnegative integers x (numpy a) for each divisor in `deltas` that leaves a fraction of b
-    (b a multiple of delta: the cut is the row scaled)."""
-    import numpy as np
-
-    deltas = np.asarray(deltas, dtype=float)
-    beta = b / deltas
-    f = beta - np.floor(beta)
-    keep = (f >= 1e-6) & (f <= 1 - 1e-6)
-    deltas, beta, f = deltas[keep], beta[keep], f[keep]
-    q = a[None, :] / deltas[:, None]
-    whole = np.floor(q)
-    coef = whole + np.minimum(q - whole, f[:, None]) / f[:, None]
-    return deltas, [math.ceil(x) for x in beta], coef
 
 
 def mir(terms: list[tuple[float, pulp.LpVariable]], b: float) -> list[tuple[float, list]]:
@@ -157,26 +126,6 @@ def mir(terms: list[tuple[float, pulp.LpVariable]], b: float) -> list[tuple[floa
                 cut.append((coef, v))
         out.append((math.ceil(beta), cut))
     return out
-
-
-@dataclass
-class Held:
-    """One row's cuts held back from a lazy model (fm.lazy): added as rows only once an LP point
-    violates them (separate). Cut k is row k of coef over `variables`, >= rhs[k], registered as
-    (family, (*entity, k))."""
-
-    family: str
-    entity: tuple
-    variables: list
-    rhs: list
-    coef: object  # numpy (cuts x variables)
-    columns: object = None  # numpy int: the variables' columns in the LP separated (set on first use)
-
-    def __post_init__(self):
-        import numpy as np
-
-        self.left = np.ones(len(self.rhs), dtype=bool)  # the cuts not yet added
-        self.bound = np.asarray(self.rhs, dtype=float)  # rhs, for separate's test
 
 
 def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = False) -> None:
@@ -204,27 +153,30 @@ def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list) -> N
 
 def separate(fm, point, column: dict) -> list:
     """The held-back cuts (Held) that the LP point `point` (a value per column, `column` naming
-    them) violates, added to the model as rows; returns the rows added, for the LP to add too.
-    A cut is violated when its left side falls short of its right by more than a millionth of it."""
+    them) violates (cutpool.violated), added to the model as rows; returns the rows added, for the
+    LP to add too."""
+    _columns(fm, column)
+    added = []
+    for h, label, rhs, coef in violated(fm.held_cuts, point):
+        _row(fm, h.family, (*h.entity, *label), rhs, coef, h.variables)
+        added.append(fm.rows[(h.family, (*h.entity, *label))])
+    return added
+
+
+def _columns(fm, column: dict) -> None:
+    """each held cut's variables' columns in the LP (`column` naming them), set once"""
     import numpy as np
 
-    added = []
     for h in fm.held_cuts:
         if h.columns is None:
             h.columns = np.array([column[v.name] for v in h.variables], dtype=np.int64)
-        if isinstance(h, Covers):
-            for label, rhs, coef in h.violated(point):
-                _row(fm, h.family, (*h.entity, *label), rhs, coef, h.variables)
-                added.append(fm.rows[(h.family, (*h.entity, *label))])
-            continue
-        if not h.left.any():
-            continue
-        short = (h.coef @ point[h.columns] < h.bound - 1e-6 * np.maximum(1.0, np.abs(h.bound))) & h.left
-        for k in np.flatnonzero(short):
-            _row(fm, h.family, (*h.entity, int(k)), h.rhs[k], h.coef[k], h.variables)
-            added.append(fm.rows[(h.family, (*h.entity, int(k)))])
-            h.left[k] = False
-    return added
+
+
+def held_for_child(fm, column: dict) -> list:
+    """The model's held cuts for a prover's child to separate on the LP whose columns `column` names
+    (cutpool.stripped: their columns, not their variables)."""
+    _columns(fm, column)
+    return stripped(fm.held_cuts)
 
 
 def _integer_cover(row) -> list[tuple[float, pulp.LpVariable]] | None:
@@ -316,50 +268,6 @@ def _weighted_covers(fm, entity: tuple, keys, users: dict, rows, demands: list) 
     b = weights[keep] @ need
     a = np.minimum((per[None, :, :] * weights[keep][:, None, :]).max(axis=2), b[:, None])  # covers x keys
     fm.held_cuts.append(Covers("weighted-mir", entity, [fm.yp[key] for key, _ in keys], a, b))
-
-
-@dataclass
-class Covers:
-    """Knapsack covers a x >= b over integer variables (one per row of a), held back from a lazy
-    model with their MIRs: at separation (separate), each cover the LP point violates, and its MIR
-    of each divisor among 1 and the coefficients of the variables the point uses (Marchand and
-    Wolsey's choice: the divisors that round what the LP holds) that the point violates, added as
-    rows (family, (*entity, cover, divisor))."""
-
-    family: str
-    entity: tuple
-    variables: list
-    a: object  # numpy (covers x variables)
-    b: object  # numpy (covers)
-    columns: object = None
-
-    def __post_init__(self):
-        self.added: set = set()
-
-    def violated(self, point) -> list[tuple[tuple, float, object]]:
-        """(label, rhs, coefficients) of each cut not yet added that `point` (over self.columns) violates."""
-        import numpy as np
-
-        x = point[self.columns]
-        used = x > 1e-6
-        out = []
-        for r in range(len(self.b)):
-            a, b = self.a[r], float(self.b[r])
-            tol = 1e-6 * max(1.0, abs(b))
-            found = [((r, 0.0), b, a)] if a @ x < b - tol else []
-            deltas, rhs, coef = mir_rows(a, b, np.unique(np.concatenate([[1.0], a[used & (a > EPS) & (a < b - EPS)]])))
-            short = coef @ x < np.array(rhs) - tol
-            found += [((r, round(float(deltas[k]), 9)), float(rhs[k]), coef[k]) for k in np.flatnonzero(short)]
-            found = [c for c in found if c[0] not in self.added]
-            if found:  # the most violated, relative to its right side
-                label, right, row = max(found, key=lambda c: (c[1] - c[2] @ x) / max(c[1], 1e-9))
-                self.added.add(label)
-                out.append((label, right, row))
-        return out
-
-
-SEPARATION_ROUNDS = 20
-"""most rounds of separate-and-resolve (separated); each adds every held cut the last LP violates"""
 
 
 def separated(fm, lp, end: float | None = None) -> float:

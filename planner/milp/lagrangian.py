@@ -210,16 +210,19 @@ class Beside:
         self._thread.join()
 
 
-def in_child(h, m, path: str, report) -> None:
+def in_child(h, m, path: str, report, solved: dict | None = None) -> None:
     """A prover child's Lagrangian cuts (mipbound.py: of_arrays on the model `m` it loaded, for
-    m["lagrange_s"] seconds): its bound reported, its rows added to HiGHS's model `h` and saved to
-    `path` for the planner (load)."""
+    m["lagrange_s"] seconds, at the duals of the planner's LP, or of the LP the child `solved` with
+    the held cuts: prover_child._separated): its bound reported, its rows added to HiGHS's model `h`
+    and saved to `path` for the planner (load)."""
     import highspy
     import numpy as np
 
-    a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
-    found = of_arrays(a, m["integer"], m["block"], m["duals"], m["point"], float(m["objective"]),
-                      float(m["lagrange_s"]))
+    if solved is None:
+        a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
+        solved = {"a": a, "duals": m["duals"], "point": m["point"], "objective": float(m["objective"])}
+    found = of_arrays(solved["a"], m["integer"], m["block"], solved["duals"], solved["point"],
+                      float(solved["objective"]), float(m["lagrange_s"]))
     if found.value is not None:
         report(found.value)
     if not found.rows:
@@ -228,8 +231,36 @@ def in_child(h, m, path: str, report) -> None:
     starts = np.cumsum([0] + [len(c) for c in columns[:-1]]).astype(np.int32)
     index, value, rhs = np.concatenate(columns).astype(np.int32), np.concatenate(coefficients), np.array(rhs)
     h.addRows(len(rhs), rhs, np.full(len(rhs), highspy.kHighsInf), len(index), starts, index, value)
+    save(path, starts, index, value, rhs)
+
+
+def save(path: str, starts, index, value, rhs) -> None:
+    """Rows >= rhs (starts, index, value: compressed by row) saved whole to `path` (load)."""
+    import numpy as np
+
     np.savez(path + ".new.npz", starts=starts, index=index, value=value, rhs=rhs)
     os.replace(path + ".new.npz", path)  # whole: the planner never reads half of it
+
+
+def joined(parts: list):
+    """Several (starts, index, value, rhs) row sets as one."""
+    import numpy as np
+
+    offsets = np.cumsum([0] + [len(p[1]) for p in parts[:-1]])
+    return (np.concatenate([p[0] + o for p, o in zip(parts, offsets)]).astype(np.int32),
+            np.concatenate([p[1] for p in parts]).astype(np.int32), np.concatenate([p[2] for p in parts]),
+            np.concatenate([p[3] for p in parts]))
+
+
+def with_rows(a: dict, starts, index, value, rhs) -> dict:
+    """The model arrays `a` (relaxation.Relaxation.arrays' keys) with rows >= rhs appended."""
+    import numpy as np
+
+    return dict(a, row_lower=np.concatenate([a["row_lower"], rhs]),
+                row_upper=np.concatenate([a["row_upper"], np.full(len(rhs), np.inf)]),
+                starts=np.concatenate([a["starts"], starts + len(a["index"])]).astype(a["starts"].dtype),
+                index=np.concatenate([a["index"], index]).astype(a["index"].dtype),
+                value=np.concatenate([a["value"], value]))
 
 
 def load(path: str) -> list | None:

@@ -58,6 +58,12 @@ are seldom within the gap of the optimum, so the cap lies above it.
 A narrowed start also follows the second search (200 jobs) once CBC's plan is in; at 30 s it gets
 no time to show.
 
+Where it starts with the search (the screened search's shortlists, app/planning.py), the first child
+also separates the MIR cuts the full model holds back (covers.py, cutpool.separated_lp) on its LP
+before anything else, in place of the planner (prune.full_model_bound's `defer`): its first bound is
+that LP's, and the rows it added and that LP's optimum are read back (Prover.separating) before a
+narrowed restart, which waits for them and for its Lagrangian cuts (pending).
+
 The first child on the full model starts from the Lagrangian cuts (lagrangian.py, LAGRANGIAN_SHARE of
 its time): each job's or pool's own integer problem at the LP's prices, c'_B x_B >= v_B, added before
 branch and cut, so its root LP is at least the Lagrangian bound (written as its first bound); the
@@ -109,6 +115,12 @@ PLAN_FILE = "plan.npy"
 each column's value (replaced whole each time)"""
 CUTS_FILE = "cuts.npz"
 """the file, beside the model's, that holds the Lagrangian cuts the child added (written once, whole)"""
+HELD_FILE, SEPARATED_FILE, OPTIMUM_FILE, READY_FILE = "held.pkl", "separated.npz", "optimum.npz", "ready"
+"""the cuts the planner held back for the child to separate (pickled: cutpool.stripped), the rows it
+added, its LP's optimum with them, and the mark that it has done so and added its Lagrangian cuts
+(prover_child._separated)"""
+HELD_SHARE = 0.5
+"""the most of its time a child spends separating the held cuts"""
 LAGRANGIAN_SHARE, LAGRANGIAN_MAX_S = 0.2, 2.0
 """the share of its time a prover child started on the full model spends on the Lagrangian cuts
 (lagrangian.py) before its branch and cut, and the most seconds: the search's first plan narrows
@@ -124,8 +136,14 @@ class Prover:
     cheapest plan (plan)."""
 
     def __init__(self, lp, seconds: float, presolve: bool, search: bool = False, cutoff: float | None = None,
-                 optimum=None, lagrange: tuple | None = None, start=None):
+                 optimum=None, lagrange: tuple | None = None, start=None, held: list | None = None):
         self.lp, self.constant = lp, lp.constant
+        self.separating = held is not None
+        """the child separates the held cuts (prune.full_model_bound's `defer`): its rows and optimum
+        not read yet (_read_cuts); narrow waits for them (pending)"""
+        self.optimum = None
+        """the optimum of the LP with the child's cuts (relaxation.Optimum), once read"""
+        self.pending: tuple | None = None
         self.best: float | None = None
         self.plan: tuple[float, object] | None = None
         """the child's cheapest plan read so far: (objective with its constant, column values)"""
@@ -135,7 +153,7 @@ class Prover:
         self.cuts_read = False
         narrowing = self._narrowed(cutoff, optimum) if cutoff is not None and optimum is not None else None
         self._launch(seconds, presolve, "search" if search else "bound", cutoff, narrowing,
-                     lagrange if narrowing is None and not search else None, start=start)
+                     lagrange if narrowing is None and not search else None, start=start, held=held)
 
     def _narrowed(self, cutoff: float, optimum) -> tuple[dict, object]:
         """The LP's arrays narrowed to the plans cheaper than `cutoff` (narrowed, Optimum.within), and
@@ -144,7 +162,8 @@ class Prover:
         return narrowed(a, *optimum.within(cutoff, a["lower"], a["upper"], self.lp.integer))
 
     def _launch(self, seconds: float, presolve: bool, mode: str, cutoff: float | None,
-                narrowing: tuple | None, lagrange: tuple | None = None, proving: bool = False, start=None) -> None:
+                narrowing: tuple | None, lagrange: tuple | None = None, proving: bool = False, start=None,
+                held: list | None = None) -> None:
         """The child started on the LP's model, or on `narrowing` (_narrowed) with its cap `cutoff`;
         with `lagrange` (each column's block, lagrangian.labels, and the LP's optimum) it adds the
         Lagrangian cuts first (lagrangian.in_child); with `start` (a plan: each column's value) a
@@ -167,6 +186,12 @@ class Prover:
             if proving:
                 extra["proving"] = np.array(True)
         self.folder = tempfile.mkdtemp(prefix="planner-bound-")
+        if held is not None:
+            import pickle
+
+            with open(os.path.join(self.folder, HELD_FILE), "wb") as f:
+                pickle.dump(held, f, protocol=pickle.HIGHEST_PROTOCOL)
+            extra["held_s"] = np.array(HELD_SHARE * seconds)
         path = os.path.join(self.folder, "model.npz")
         np.savez(path, integer=integer, **arrays, **extra)
         main = threading.current_thread() is threading.main_thread()  # (prover_child._watchdog: a thread's child)
@@ -184,8 +209,16 @@ class Prover:
         plan within the gap. proving: HiGHS is capped at the cutoff (objective_bound) and presolves
         (the module docstring: a target believed below the optimum). Not restarted (False) when the
         narrowing would leave out less than NARROW_MIN_LEFT_OUT of the columns: the restart would
-        cost what the child has done for a model barely smaller."""
+        cost what the child has done for a model barely smaller. A child that separates the held cuts
+        is restarted once it has, and has added its Lagrangian cuts (READY_FILE: read), the narrowing
+        then from its LP's optimum (True: pending)."""
+        if self.separating and not os.path.exists(os.path.join(self.folder, READY_FILE)) \
+                and self.proc is not None and self.proc.poll() is None:
+            self.pending = (cutoff, optimum, time.monotonic() + seconds, lp_seconds, proving)
+            return True
+        self.pending = None
         self._read_cuts()
+        optimum = self.optimum or optimum
         narrowing = self._narrowed(cutoff, optimum)
         if len(narrowing[1]) > (1 - NARROW_MIN_LEFT_OUT) * len(self.lp.arrays["cost"]):
             return False
@@ -233,6 +266,11 @@ class Prover:
             return self.best
         if math.isfinite(value) and (self.best is None or value + self.constant > self.best):
             self.best = value + self.constant  # (a narrowed child's first bounds may be below the last child's)
+        if self.pending is not None and self.proc is not None and os.path.exists(os.path.join(self.folder, READY_FILE)):
+            cutoff, optimum, end, lp_seconds, proving = self.pending
+            if end - time.monotonic() >= 1.0:
+                self.narrow(cutoff, optimum, end - time.monotonic(), lp_seconds, proving)
+            self.pending = None
         return self.best
 
     def wait(self, gap: float, objective: float, seconds: float, beside: Prover | None = None) -> float | None:
@@ -258,6 +296,7 @@ class Prover:
 
     def _end(self) -> None:
         """The child ended, its last bound and plan read, its folder removed."""
+        self.pending = None
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -269,12 +308,26 @@ class Prover:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def _read_cuts(self) -> None:
-        """The Lagrangian cuts a child added (CUTS_FILE), added once to the LP's arrays (rows that
-        hold for every plan): a narrowed restart, and any later child on the same LP, start with them."""
-        if self.cuts_read or self.folder is None:
+        """The Lagrangian cuts a child added (CUTS_FILE), and the held cuts it separated (SEPARATED_FILE)
+        with its LP's optimum (optimum), added once to the LP's arrays (rows that hold for every plan): a
+        narrowed restart, and any later child on the same LP, start with them."""
+        if self.folder is None:
             return
         from planner.milp import lagrangian
 
+        if self.separating and os.path.exists(os.path.join(self.folder, OPTIMUM_FILE)):
+            import numpy as np
+
+            from planner.milp.relaxation import Optimum
+
+            self.lp.add_array_rows(lagrangian.load(os.path.join(self.folder, SEPARATED_FILE)) or [])
+            with np.load(os.path.join(self.folder, OPTIMUM_FILE)) as f:
+                self.optimum = Optimum(float(f["objective"]) + self.constant, f["x"], f["reduced"])
+            self.separating = False
+        elif self.separating and os.path.exists(os.path.join(self.folder, READY_FILE)):
+            self.separating = False  # (its LP did not solve in its time: no rows, no optimum)
+        if self.cuts_read or self.separating:  # (the Lagrangian's rows after the separated ones)
+            return
         rows = lagrangian.load(os.path.join(self.folder, CUTS_FILE))
         if rows is not None:
             self.lp.add_array_rows(rows)
@@ -294,15 +347,15 @@ its cuts go further (2,147,006 against 2,139,352 $/yr after 9 s)"""
 
 
 def start(lp, seconds: float, lp_seconds: float, cutoff: float | None = None, optimum=None,
-          lagrange: tuple | None = None) -> Prover | None:
+          lagrange: tuple | None = None, held: list | None = None) -> Prover | None:
     """A prover of the model whose LP relaxation is `lp` (relaxation.Relaxation), for at most
     `seconds`; None without one, on a machine with fewer than MIN_CORES cores, or with less than a
     second. With a plan's cost (`cutoff`) and the LP's optimum, narrowed to the plans cheaper than
-    it from the start (Prover.narrow)."""
+    it from the start (Prover.narrow). held: the cuts the child separates first (Prover.separating)."""
     if lp is None or cores() < MIN_CORES or seconds < 1.0:
         return None
     return Prover(lp, seconds, presolve=seconds >= PRESOLVE_OVER_LP * lp_seconds, cutoff=cutoff, optimum=optimum,
-                  lagrange=lagrange)
+                  lagrange=lagrange, held=held)
 
 
 def narrowed(arrays: dict, lower, upper) -> tuple[dict, object]:

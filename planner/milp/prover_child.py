@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 
-from planner.milp.mipbound import BOUND_FILE, CUTS_FILE, PLAN_FILE
+from planner.milp.mipbound import BOUND_FILE, CUTS_FILE, HELD_FILE, OPTIMUM_FILE, PLAN_FILE, READY_FILE, SEPARATED_FILE
 
 OVERRUN_S = 2.0
 """how far past its time limit a child may run before the kernel ends it (_watchdog)"""
@@ -42,6 +43,7 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     """The child: load the model, run branch and cut, write each higher dual bound (BOUND_FILE; mode
     bound, heuristics off) and each cheaper plan (PLAN_FILE; mode search: heuristics as HiGHS sets
     them, no bound written)."""
+    started = time.monotonic()
     _watchdog(seconds, launcher)
     import highspy
     import numpy as np
@@ -61,15 +63,15 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     h.addCols(n, m["cost"], m["lower"], m["upper"], 0, np.array([], dtype=np.int32),
               np.array([], dtype=np.int32), np.array([], dtype=float))
     h.addRows(len(m["row_lower"]), m["row_lower"], m["row_upper"], len(m["index"]), m["starts"], m["index"], m["value"])
+    out = os.path.join(os.path.dirname(path), BOUND_FILE)
+    solved = _separated(h, m, os.path.dirname(path), out) if "held_s" in m.files else None
     integer = np.flatnonzero(m["integer"]).astype(np.int32)
     h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
     if not bounding and "start" in m.files:  # (mipbound.start_search from a plan: HiGHS's incumbent)
         start = highspy.HighsSolution()
         start.col_value, start.value_valid = list(m["start"]), True
         h.setSolution(start)
-    parent, best = os.getppid(), [-math.inf]
-
-    out = os.path.join(os.path.dirname(path), BOUND_FILE)
+    parent, best = os.getppid(), [-math.inf] if solved is None else [solved["objective"]]
     plan = os.path.join(os.path.dirname(path), PLAN_FILE)
     improving = None  # the callback kind of a cheaper plan (set where highspy has callbacks)
 
@@ -96,7 +98,10 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     if bounding and "block" in m.files:  # the Lagrangian cuts first: branch and cut starts from their bound
         from planner.milp import lagrangian
 
-        lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report)
+        lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report, solved)
+    if "held_s" in m.files:  # (the planner's narrowing waits for this: mipbound.Prover.narrow)
+        open(os.path.join(os.path.dirname(path), READY_FILE), "w").close()
+    h.setOptionValue("time_limit", max(0.01, float(seconds) - (time.monotonic() - started)))
     try:
         kinds = highspy.cb.HighsCallbackType
         improving = kinds.kCallbackMipImprovingSolution
@@ -109,6 +114,39 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     report(h.getInfo().mip_dual_bound)  # (valid however the run ended: optimal, or stopped by its time)
     if math.isfinite(cutoff) and h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
         report(cutoff)  # the narrowed model has no plan: none is cheaper than the cutoff
+
+
+def _separated(h, m, folder: str, out: str) -> dict | None:
+    """The cuts the planner held back (HELD_FILE: prune.full_model_bound's `defer`) separated on the
+    LP loaded in `h` (cutpool.separated_lp, for m["held_s"] seconds), before integrality is put back:
+    its objective written as the first bound (every plan meets the cuts), the rows added saved
+    (SEPARATED_FILE) and its optimum (OPTIMUM_FILE: x, reduced costs, objective) for the planner's
+    narrowed restarts (mipbound.Prover.narrow); returned, with the rows and duals, for the
+    Lagrangian cuts (lagrangian.in_child). None where the LP did not solve in time."""
+    import pickle
+
+    import numpy as np
+
+    from planner.milp import cutpool, lagrangian
+
+    with open(os.path.join(folder, HELD_FILE), "rb") as f:
+        held = pickle.load(f)
+    objective, added = cutpool.separated_lp(h, held, time.monotonic() + float(m["held_s"]))
+    if objective is None:
+        return None
+    with open(out + ".new", "w") as f:
+        f.write(repr(objective))
+    os.replace(out + ".new", out)
+    a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
+    if added:
+        starts, index, value, rhs = lagrangian.joined(added)
+        lagrangian.save(os.path.join(folder, SEPARATED_FILE), starts, index, value, rhs)
+        a = lagrangian.with_rows(a, starts, index, value, rhs)
+    solution = h.getSolution()
+    x, reduced = np.asarray(solution.col_value), np.asarray(solution.col_dual)
+    np.savez(os.path.join(folder, OPTIMUM_FILE + ".new.npz"), x=x, reduced=reduced, objective=np.array(objective))
+    os.replace(os.path.join(folder, OPTIMUM_FILE + ".new.npz"), os.path.join(folder, OPTIMUM_FILE))
+    return {"a": a, "duals": np.asarray(solution.row_dual), "point": x, "objective": objective}
 
 
 if __name__ == "__main__":

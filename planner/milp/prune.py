@@ -2,7 +2,8 @@
 it honest.
 
 The full model (every candidate pair) is built, its MIR cuts held back, and its LP relaxation
-solved with the cuts it violates added round after round (covers.separated): that is cheap, and
+solved with the cuts it violates added round after round (covers.separated; or by the prover's
+child, in a process of its own, full_model_bound's `defer`): that is cheap, and
   - its objective is a valid lower bound on the cost of every plan the scenario allows, so the
     shortlisted plan's gap is measured against it (the plan says "optimal" only when that gap is
     within solver.gap, otherwise "feasible" with the gap);
@@ -74,6 +75,12 @@ class FullBound:
     optimum: object = None
     """that LP's optimum (relaxation.Optimum): the prover's model narrowed to the plans cheaper than
     one in hand (mipbound.Prover.narrow)"""
+    whole: bool = False
+    """the bound of a model searched whole (app/beside.own_bound), not of the full model behind a
+    shortlist: its prover's plans are named so (prover_plan)"""
+    held: list | None = None
+    """the cuts left to the prover's child to separate (full_model_bound's `defer`: cutpool.stripped);
+    the LP above is without them"""
 
     def widened(self, nearest: bool) -> dict:
         """the pairs a shortlist keeps from the full LP: its support, and with `nearest` each
@@ -91,12 +98,23 @@ class FullBound:
         return self.lp_seconds * (CBC_LP_OVER_HIGHS if self.by_highs else 1.0)
 
 
-def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> FullBound:
+def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None, defer: bool = False) -> FullBound:
     """The full model's LP relaxation: its objective and the pairs it uses. HiGHS in process solves
     it (CBC when highspy is missing): on 500 generated jobs (104,286 variables) CBC through PuLP
     took 56 s and could not be stopped by its time limit, HiGHS 22 s. seconds: the time the bound may
     take (the full model's build and its LP); past it the bound is left out (said cut short: the
-    plan is then never called optimal) and the shortlist's search gets the time left."""
+    plan is then never called optimal) and the shortlist's search gets the time left. defer: the held
+    cuts are left to the prover's child (FullBound.held), which separates them on the LP in a
+    process of its own while this one builds the shortlist and searches it (app/planning.py): the
+    LP here is solved once, without them, and the shortlist is widened by its reduced costs. The
+    rounds took 2.1 s of a 10 s plan of 60 generated jobs (seed 7: LP 1,146,601 -> 1,216,325 $/yr)
+    before its search could start; deferred, that search starts about 2 s sooner (benchmarks/milp.py's
+    60 jobs, limit 10 s, --explain none, seeds 3-8, interleaved with the code before: gap 1.00 ->
+    1.00% (proven both), 2.02 -> 1.42, 5.63 -> 3.19 and 3.98, 7.49 -> 2.13 and 2.42, 5.63 -> 1.51
+    (seed 7's optimum, 1,235,754, found), 3.92 and 4.36 -> 4.32 and 4.36). Where the prover starts
+    only after the searches (200 jobs: app/planning.py) the cuts stay here: deferred there, the first
+    shortlist's search that starts CBC's had 6 s less and three plans of six got dearer (seed 8:
+    6,757,820 -> 31,668,811 $/yr)."""
     end = None if seconds is None else time.monotonic() + seconds
     try:
         full = fleet.build(fm.scenario, fm.catalog, fm.options, elastic=fm.elastic, prune=False, until=end,
@@ -112,7 +130,7 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
         values, objective, seconds_taken = res.values, res.objective if res.ok else None, res.seconds
         optimum = None
     else:
-        objective = covers.separated(full, lp, end)
+        objective = covers.separated(full, lp, end) if not defer else lp.solve(None if end is None else end - time.monotonic())
         seconds_taken = time.perf_counter() - started
         stores = [v for store in (full.y, full.x, full.r) for v in store.values()]
         values = dict(zip((v.name for v in stores), lp.values(stores))) if math.isfinite(objective) else {}
@@ -128,8 +146,9 @@ def full_model_bound(fm: fleet.FleetModel, seconds: float | None = None) -> Full
         for (dk, i, oid, _), v in store.items():
             if values.get(v.name, 0.0) > 1e-7 or (dk, oid) in rented:
                 used.setdefault(dk, set()).add((i, oid))
+    held = covers.held_for_child(full, lp.column) if defer and lp is not None and full.held_cuts else None
     return FullBound(objective, used, pairs, full, lp_seconds=seconds_taken, by_highs=lp is not None, lp=lp,
-                     optimum=optimum)
+                     optimum=optimum, held=held)
 
 
 def _nearest(full: fleet.FleetModel, lp, keep: int) -> dict:
@@ -256,11 +275,12 @@ def _fitted(v: pulp.LpVariable, x: float) -> float:
     return x
 
 
-def prover_plan(bound: FullBound, plan: tuple[float, object] | None, whole: bool = False) -> SolveResult | None:
+def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
     """The prover's cheapest plan (mipbound.Prover.incumbent: each column of the full model's LP,
-    bound.lp) as a plan of the full model (bound.model): plan_of; `whole`: of a model searched
-    whole (app/beside.py), not beside a shortlist's search."""
-    return plan_of(bound.model, bound.lp, plan, WHOLE_PROVER_NAME if whole else PROVER_NAME)
+    bound.lp) as a plan of the full model (bound.model): plan_of; named as the prover of a model
+    searched whole where bound.whole (app/beside.py), else as the prover beside a shortlist's search
+    (the model then searched, after planning._prover_instead, is the full model, its name the same)."""
+    return plan_of(bound.model, bound.lp, plan, WHOLE_PROVER_NAME if bound.whole else PROVER_NAME)
 
 
 def plan_of(model: fleet.FleetModel | None, lp, plan: tuple[float, object] | None, solver: str) -> SolveResult | None:
