@@ -181,3 +181,40 @@ def test_cuts_left_to_the_provers_child_give_it_the_lp_with_every_cut(shortliste
         assert prover.cutoff == pytest.approx(separated.objective * 1.001)  # (narrowed, once it could be)
     finally:
         prover.stop()
+
+
+def test_a_separation_round_is_limited_by_its_own_time_not_by_highs_clock_over_every_run(shortlisted):
+    """HiGHS reads time_limit against its clock summed over every run of one object: a child's LP
+    re-solved after 1 s of earlier rounds, given 1.2 s more, stopped at once with no iteration (the
+    bound it was to report lost). cutpool.run_limited gives each run its own time."""
+    import highspy
+    import numpy as np
+
+    from planner.milp import cutpool
+
+    _, _, _, short = shortlisted
+    a = prune.full_model_bound(short, defer=True).lp.arrays
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.addCols(len(a["cost"]), a["cost"], a["lower"], a["upper"], 0, np.array([], dtype=np.int32),
+              np.array([], dtype=np.int32), np.array([], dtype=float))
+    h.addRows(len(a["row_lower"]), a["row_lower"], a["row_upper"], len(a["index"]), a["starts"], a["index"], a["value"])
+    while h.getRunTime() < 0.3:  # (earlier rounds: the clock runs on)
+        h.clearSolver()
+        h.run()
+    optimum = h.getInfo().objective_function_value
+    cost = np.flatnonzero(a["cost"]).astype(np.int32)
+
+    def cut_and_run(run) -> object:
+        nonlocal optimum
+        optimum *= 1.001  # (a row the last optimum breaks: the LP must iterate)
+        h.addRow(optimum, highspy.kHighsInf, len(cost), cost, a["cost"][cost])
+        run()
+        return h.getModelStatus()
+
+    def plain():
+        h.setOptionValue("time_limit", 0.25)
+        h.run()
+
+    assert cut_and_run(plain) == highspy.HighsModelStatus.kTimeLimit  # (HiGHS as it is)
+    assert cut_and_run(lambda: cutpool.run_limited(h, 5.0)) == highspy.HighsModelStatus.kOptimal

@@ -101,7 +101,8 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
         lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report, solved)
     if "held_s" in m.files:  # (the planner's narrowing waits for this: mipbound.Prover.narrow)
         open(os.path.join(os.path.dirname(path), READY_FILE), "w").close()
-    h.setOptionValue("time_limit", max(0.01, float(seconds) - (time.monotonic() - started)))
+    h.setOptionValue("time_limit", h.getRunTime() + max(0.01, float(seconds) - (time.monotonic() - started)))
+    # (HiGHS reads its limit against its clock over every run of h: cutpool.run_limited)
     try:
         kinds = highspy.cb.HighsCallbackType
         improving = kinds.kCallbackMipImprovingSolution

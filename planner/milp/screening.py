@@ -59,7 +59,7 @@ from planner.data.errors import SolverError
 from planner.milp.fleet import FleetModel
 from planner.milp.registry import bounds_held, room
 from planner.milp.relaxation import Relaxation, relaxation
-from planner.milp.solve import SolveResult, solve
+from planner.milp.solve import MIN_LIMIT_S, SolveResult, solve
 
 LP_WORK = 400_000
 MIN_LPS = 40
@@ -168,8 +168,8 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
         first(cost)
     above = cost + REL_TOL * max(1.0, abs(cost))  # (above the incumbent: CBC may find it again)
     if deadline.left() <= 0 or left() < LAST_STEP_MIN_S:  # no time left to prove it: a feasible plan, cut short
-        if deadline.left() <= 0 and deadline.current() is not None:  # (the command's budget, not this search's)
-            deadline.cut(deadline.current().step or "a solve")
+        if deadline.current() is not None and deadline.left() <= max(left(), MIN_LIMIT_S):  # (the command's
+            deadline.cut(deadline.current().step or "a solve")  # budget would have stopped it, not this search's)
         final = SolveResult("not-solved", 0.0, None, None, found.solver, cut_short=True)
     else:
         with _pools_fixed(opens, _screen(lp, opens, keys, above, start + SCREEN_SHARE * limit)):
