@@ -193,12 +193,12 @@ class Watch:
 
     def __init__(self, log: str, interrupt_s: float):
         self.log, self.interrupt_s = log, interrupt_s
-        self.crashed = False
         self._offset, self._carry, self._stop = 0, "", threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        import os
         import signal
         import time
 
@@ -206,7 +206,7 @@ class Watch:
         while not self._stop.wait(POLL_S):
             if CRASHED.search(self._new_text()):
                 self._carry = ""  # (read once: a run started again is not killed for it)
-                self.crashed |= signalled(self.log, signal.SIGKILL) is not None
+                signalled(self.log, signal.SIGKILL)
             elapsed = time.monotonic() - start
             if elapsed > self.interrupt_s + max(HANG_S, self.interrupt_s):
                 signalled(self.log, signal.SIGKILL)
@@ -214,7 +214,10 @@ class Watch:
                 pid = signalled(self.log, 0)  # (which process: each is interrupted once)
                 if pid is not None and pid not in interrupted:
                     interrupted.add(pid)
-                    signalled(self.log, signal.SIGINT)
+                    try:
+                        os.kill(pid, signal.SIGINT)
+                    except OSError:  # (it ended meanwhile)
+                        pass
 
     def _new_text(self) -> str:
         import os
