@@ -231,15 +231,16 @@ def in_child(h, m, path: str, report, solved: dict | None = None) -> None:
     starts = np.cumsum([0] + [len(c) for c in columns[:-1]]).astype(np.int32)
     index, value, rhs = np.concatenate(columns).astype(np.int32), np.concatenate(coefficients), np.array(rhs)
     h.addRows(len(rhs), rhs, np.full(len(rhs), highspy.kHighsInf), len(index), starts, index, value)
-    save(path, starts, index, value, rhs)
+    save(path, starts=starts, index=index, value=value, rhs=rhs)
 
 
-def save(path: str, starts, index, value, rhs) -> None:
-    """Rows >= rhs (starts, index, value: compressed by row) saved whole to `path` (load)."""
+def save(path: str, **arrays) -> None:
+    """Arrays saved whole to `path` (npz: the planner never reads half of it); rows >= rhs as
+    starts, index, value (compressed by row) and rhs are what load reads."""
     import numpy as np
 
-    np.savez(path + ".new.npz", starts=starts, index=index, value=value, rhs=rhs)
-    os.replace(path + ".new.npz", path)  # whole: the planner never reads half of it
+    np.savez(path + ".new.npz", **arrays)
+    os.replace(path + ".new.npz", path)
 
 
 def joined(parts: list):

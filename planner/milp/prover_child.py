@@ -79,9 +79,7 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
         value = min(value, cutoff)  # (a bound under a cutoff holds for the plans cheaper than it)
         if bounding and math.isfinite(value) and value > best[0] + 1e-9 * max(1.0, abs(value)):
             best[0] = value
-            with open(out + ".new", "w") as f:
-                f.write(repr(value))
-            os.replace(out + ".new", out)  # whole: the planner never reads half a number
+            _write_bound(out, value)
 
     def keep(objective: float, x) -> None:
         if math.isfinite(objective) and len(x) == n:
@@ -117,6 +115,13 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
         report(cutoff)  # the narrowed model has no plan: none is cheaper than the cutoff
 
 
+def _write_bound(out: str, value: float) -> None:
+    """A bound written whole to `out` (the planner never reads half a number)."""
+    with open(out + ".new", "w") as f:
+        f.write(repr(value))
+    os.replace(out + ".new", out)
+
+
 def _separated(h, m, folder: str, out: str) -> dict | None:
     """The cuts the planner held back (HELD_FILE: prune.full_model_bound's `defer`) separated on the
     LP loaded in `h` (cutpool.separated_lp, for m["held_s"] seconds), before integrality is put back:
@@ -135,18 +140,15 @@ def _separated(h, m, folder: str, out: str) -> dict | None:
     objective, added = cutpool.separated_lp(h, held, time.monotonic() + float(m["held_s"]))
     if objective is None:
         return None
-    with open(out + ".new", "w") as f:
-        f.write(repr(objective))
-    os.replace(out + ".new", out)
+    _write_bound(out, objective)
     a = {k: m[k] for k in ("cost", "lower", "upper", "row_lower", "row_upper", "starts", "index", "value")}
     if added:
         starts, index, value, rhs = lagrangian.joined(added)
-        lagrangian.save(os.path.join(folder, SEPARATED_FILE), starts, index, value, rhs)
+        lagrangian.save(os.path.join(folder, SEPARATED_FILE), starts=starts, index=index, value=value, rhs=rhs)
         a = lagrangian.with_rows(a, starts, index, value, rhs)
     solution = h.getSolution()
     x, reduced = np.asarray(solution.col_value), np.asarray(solution.col_dual)
-    np.savez(os.path.join(folder, OPTIMUM_FILE + ".new.npz"), x=x, reduced=reduced, objective=np.array(objective))
-    os.replace(os.path.join(folder, OPTIMUM_FILE + ".new.npz"), os.path.join(folder, OPTIMUM_FILE))
+    lagrangian.save(os.path.join(folder, OPTIMUM_FILE), x=x, reduced=reduced, objective=np.array(objective))
     return {"a": a, "duals": np.asarray(solution.row_dual), "point": x, "objective": objective}
 
 
