@@ -140,6 +140,47 @@ class Relaxation:
             return math.inf
         return self._h.getInfo().objective_function_value + self.constant
 
+    def bounds(self):
+        """every column's bounds now (numpy lower, upper, in column order: fix's included)"""
+        import numpy as np
+
+        lp = self._h.getLp()
+        return np.array(lp.col_lower_, dtype=float), np.array(lp.col_upper_, dtype=float)
+
+    def mip(self, lower, upper, seconds: float, gap: float, start=None, max_nodes: int | None = None) -> Mip:
+        """The model's MILP (its integer columns integer again) with every column's bounds (lower,
+        upper) in place of the LP's, searched by HiGHS's branch and cut in this object for at most
+        `seconds` (from `start`, a point, where given; at most max_nodes nodes), without writing or
+        building the model again (milp/support.py). The LP is left as it was: its bounds, every
+        column continuous."""
+        import numpy as np
+
+        h, hs = self._h, self._hs
+        before = self.bounds()
+        count = len(before[0])
+        every = np.arange(count, dtype=np.int32)
+        ints = np.flatnonzero(np.asarray(self.integer, dtype=bool)).astype(np.int32)
+        h.changeColsBounds(count, every, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
+        h.changeColsIntegrality(len(ints), ints, np.full(len(ints), hs.HighsVarType.kInteger))
+        try:
+            h.setOptionValue("mip_rel_gap", gap)
+            h.setOptionValue("mip_max_nodes", hs.kHighsIInf if max_nodes is None else int(max_nodes))
+            h.setOptionValue("time_limit", h.getRunTime() + max(0.0, seconds))
+            if start is not None:
+                point = hs.HighsSolution()
+                point.col_value = [float(v) for v in start]
+                point.value_valid = True
+                h.setSolution(point)
+            with stdout_silenced(True):
+                _interruptible(h)
+            status = h.getModelStatus()
+            found = h.getInfo().primal_solution_status == hs.SolutionStatus.kSolutionStatusFeasible
+            point = np.array(h.getSolution().col_value, dtype=float) if found else None
+            return Mip(point, status == hs.HighsModelStatus.kOptimal, status == hs.HighsModelStatus.kTimeLimit)
+        finally:
+            h.changeColsIntegrality(len(ints), ints, np.full(len(ints), hs.HighsVarType.kContinuous))
+            h.changeColsBounds(count, every, *before)
+
     def values(self, variables: list[pulp.LpVariable]) -> list[float]:
         """the variables' values in the last LP solved (point, by name)"""
         col = self.point()
@@ -159,6 +200,38 @@ class Relaxation:
         variable at its lower bound is raised; a basic variable's is 0)"""
         dual = self._h.getSolution().col_dual
         return [dual[self.column[v.name]] for v in variables]
+
+
+def _interruptible(h) -> None:
+    """h's run in HiGHS's own thread (highspy's startSolve) while this thread waits in short steps,
+    so that a signal's handler (cli/signals.py: Ctrl-C, SIGTERM) runs at once: the search is then
+    cancelled at HiGHS's next interrupt check and waited for before the exception goes on. Run in
+    this thread, HiGHS held it until its time limit (a 24-job N+1 plan interrupted by SIGTERM went on
+    for more than 30 s)."""
+    h.HandleUserInterrupt = True
+    h.startSolve()
+    try:
+        while not h.wait(WAIT_STEP_S)[0]:
+            pass
+    except BaseException:
+        h.cancelSolve()
+        h.joinSolve()
+        raise
+    finally:
+        h.HandleUserInterrupt = False
+
+
+WAIT_STEP_S = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Mip:
+    """Relaxation.mip's answer: the best plan's point (None where it found none), whether it is
+    proven within the gap asked, and whether the time limit ended the search."""
+
+    point: object
+    proven: bool
+    timed_out: bool
 
 
 TIGHTEN_SLACK = 1e-6

@@ -16,7 +16,8 @@ first plan after 5 s). This module gives it one, and a smaller model:
    one, each move judged by the LP with every pool fixed open or closed; the best move is taken
    while one lowers that LP (at most _lp_budget LPs in steps 1-2: a work bound, so the answer does
    not depend on the machine's speed; and at most STEPS_SHARE of the search's limit).
-3. The incumbent: the MILP (CBC) with the pools fixed open or closed as that set has them.
+3. The incumbent: the MILP with the pools fixed open or closed as that set has them, searched by
+   HiGHS in the relaxation's own object, first over the LP's support (support.py).
 4. Screening: a pool whose LP when open is above the incumbent's cost C is in no plan cheaper than
    C: it is closed (u = 0, p = 0); a pool whose LP when closed is above C is open in every such
    plan: opened (u = 1, p >= 1). Each probe keeps the pools decided before it (by induction every
@@ -53,13 +54,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from contextlib import contextmanager
 
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.milp.fleet import FleetModel
-from planner.milp.registry import bounds_held, room
+from planner.milp.plans import load_values, start_plan
+from planner.milp.registry import bounds_held
 from planner.milp.relaxation import Relaxation, relaxation
 from planner.milp.solve import MIN_LIMIT_S, SolveResult, solve
+from planner.milp.support import first_plan
+
+__all__ = ["eligible", "load_values", "pools", "search", "start_plan"]
 
 LP_WORK = 400_000
 MIN_LPS = 40
@@ -86,12 +92,6 @@ REL_TOL = 1e-6
 """a pool is screened out only when its LP bound is above the incumbent's cost by this share (the
 LP's own tolerances are far below it)"""
 FRACTIONAL = 1e-6
-FIRST_ENGINE = "highs"
-"""the solver of step 3 (the plan with the pools fixed), in process: on benchmarks/milp.py's 60
-generated jobs (limit 10 s, --explain none, this 2-core machine) CBC took 5.75 s on seed 7's
-pool-fixed model (1,248,260 $/yr) and 4.47 s on seed 3's (2,179,535), HiGHS 0.98 s (1,249,689) and
-0.81 s (2,170,600), each within the 1% asked; the time it leaves goes to step 5, CBC's (HiGHS
-there too: seed 7's plan 1.3% dearer). Where highspy is missing the screened search does not run."""
 LAST_STEP_MIN_S = 0.5
 """step 5 is not started with less than this left of the search's limit: CBC writing the model,
 reading the start and preprocessing take about that (60 generated jobs seed 5: given 0.06 s, it
@@ -155,13 +155,12 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
         if pattern is not None:
             pattern = _improve(lp, opens, keys, pattern, budget)
-            with _pools_fixed(opens, pattern):
-                found = solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes, engine=FIRST_ENGINE)
-            if found.ok:
+            found = first_plan(fm, lp, _lp_fixed(lp, opens, pattern), min(left(), deadline.left()), gap, max_nodes)
+            if found is not None:
                 found = dataclasses.replace(found, solver=FIRST_NAME)
-        if known is not None and (found is None or not found.ok or known.objective < found.objective):
+        if known is not None and (found is None or known.objective < found.objective):
             found = known  # (the model's values are the plan's from here: load_values before step 5)
-        if not found.ok:  # no plan of whole systems in that set of pools: the search alone
+        if found is None:  # no plan of whole systems in that set of pools: the search alone
             return _total(solve(fm, time_limit_s=left(), gap=gap, max_nodes=max_nodes), start)
     cost = found.objective
     if first is not None:
@@ -182,33 +181,6 @@ def search(fm: FleetModel, time_limit_s: float | None = None, gap: float | None 
             except SolverError:  # (CBC crashed twice: solve._again) the incumbent stands, feasible
                 final = SolveResult("not-solved", 0.0, None, None, found.solver)
     return _total(_best(fm, found, final, root, gap), start)
-
-
-START_TOL = 1e-6
-"""a start's row may miss by this share of its right-hand side (at least this much) and count as met"""
-
-
-def start_plan(fm: FleetModel, values: dict | None = None) -> SolveResult | None:
-    """The warm start (the variables' initial values), or `values` (by variable name), as a plan,
-    when it meets every row of the model and every variable's bounds; None otherwise (its cost
-    would not be a plan's)."""
-    values = {v.name: (v.varValue if values is None else values.get(v.name)) or 0.0 for v in fm.prob.variables()}
-    for v in fm.prob.variables():
-        x = values[v.name]
-        if (v.lowBound is not None and x < v.lowBound - START_TOL) or (v.upBound is not None and x > v.upBound + START_TOL):
-            return None
-    for c in fm.prob.constraints():
-        if room(c, values) < -START_TOL * max(1.0, abs(c.constant)):
-            return None
-    objective = sum(a * values[v.name] for v, a in fm.prob.objective.items()) + (fm.prob.objective.constant or 0.0)
-    return SolveResult("feasible", 0.0, None, objective, fm.scenario.solver.name, values)
-
-
-def load_values(fm: FleetModel, values: dict) -> None:
-    """The model's variables set to a plan's values (by name, 0 where it has none): rows read at the
-    current values (registry.row_value) then read that plan."""
-    for v in fm.prob.variables():
-        v.varValue = values.get(v.name, 0.0)
 
 
 def _best(fm: FleetModel, found: SolveResult, final: SolveResult, root: float, gap: float) -> SolveResult:
@@ -238,6 +210,18 @@ def _pools_fixed(opens: dict, fixed: dict):
 
 def _set(lp: Relaxation, var, state: int) -> None:
     lp.fix(var, *_bounds(var, state))
+
+
+@contextmanager
+def _lp_fixed(lp: Relaxation, opens: dict, pattern: dict):
+    """The pools held open or closed in the LP as `pattern` has them (freed after)."""
+    for k, state in pattern.items():
+        _set(lp, opens[k], state)
+    try:
+        yield
+    finally:
+        for k in pattern:
+            lp.free(opens[k])
 
 
 @dataclasses.dataclass(frozen=True)
