@@ -200,3 +200,32 @@ def test_a_pools_cover_counts_a_replica_that_serves_it_whole_at_its_need():
     for row in rows:
         for v in whole:
             assert -row.expr[v] == pytest.approx(row.constant, rel=1e-9)
+
+
+def test_a_separation_round_is_not_started_without_time_for_its_lp(monkeypatch):
+    # each LP takes 0.2 s here (a slow machine) and one given less comes back unsolved (inf), as
+    # HiGHS's does at its time limit. Unhurried, the rounds lift the LP; given 0.5 s, a round would
+    # not fit after the first LP (0.3 s left, under twice its time), so the first LP's optimum stands:
+    # before, the rounds ran on until an LP was cut and the full model's bound was lost
+    import time
+
+    from planner.milp.relaxation import Relaxation
+
+    s = _pooled()
+    with deadline.budget(120):
+        cat, opts = planning.prepare(s)
+        fm = fleet.build(s, cat, opts, lazy=True)
+        lifted = covers.separated(fm, relaxation(fm.prob))
+        plain = relaxation(fleet.build(s, cat, opts, lazy=True).prob).solve()
+    assert fm.held_cuts and lifted > plain * 1.01  # (the rounds matter here)
+    real = Relaxation.solve
+
+    def slow(self, time_limit_s=None):
+        time.sleep(0.2)
+        return math.inf if time_limit_s is not None and time_limit_s < 0.2 else real(self, time_limit_s)
+
+    monkeypatch.setattr(Relaxation, "solve", slow)
+    with deadline.budget(120):
+        fm = fleet.build(s, cat, opts, lazy=True)
+        got = covers.separated(fm, relaxation(fm.prob), time.monotonic() + 0.5)
+    assert got == pytest.approx(plain, rel=1e-9)

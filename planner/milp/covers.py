@@ -272,17 +272,26 @@ def _weighted_covers(fm, entity: tuple, keys, users: dict, rows, demands: list) 
 
 def separated(fm, lp, end: float | None = None) -> float:
     """The LP `lp` of model fm (relaxation.relaxation) with every held cut it violates added to both
-    (separate), round after round until none is (SEPARATION_ROUNDS at most); returns its objective,
-    inf when an LP did not solve (`end`, time.monotonic(), passed)."""
+    (separate), round after round until none is (SEPARATION_ROUNDS at most) or `end` (time.monotonic())
+    would pass before another round's LP is solved: a round is not started with less than twice the
+    last LP's time left (as cutpool.separated_lp), and the last LP solved, a relaxation of the model
+    like each before it, stands with its point and duals. Returns its objective, inf when the first
+    LP did not solve in time (or a later one, which would leave no optimum to read). 200 generated
+    jobs on a machine 1.5x slower than the one app/planning.py's shares were set on: the rounds ran
+    7.5 s to `end`, the last LP was cut, and the plan went without any bound of the full model."""
+    took = time.monotonic()
     objective = lp.solve(None if end is None else end - time.monotonic())
+    took = time.monotonic() - took
     for _ in range(SEPARATION_ROUNDS):
-        if not math.isfinite(objective):
+        if not math.isfinite(objective) or (end is not None and end - time.monotonic() < 2 * took):
             break
         added = separate(fm, lp.point(), lp.column)
         if not added:
             break
         lp.add_rows(added)
+        took = time.monotonic()
         objective = lp.solve(None if end is None else end - time.monotonic())
+        took = time.monotonic() - took
     return objective
 
 
