@@ -147,7 +147,7 @@ def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = F
 
 def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list) -> None:
     """-sum c v <= -rhs (the <= form every cut row has), terms of coefficient 0 dropped."""
-    expr = pulp.LpAffineExpression([(v, -float(c)) for c, v in zip(coef, variables) if c > EPS])
+    expr = pulp.LpAffineExpression([(v, -float(c)) for c, v in zip(coef, variables) if abs(c) > EPS])
     fm.add(family, entity, expr <= -rhs, cut=True)
 
 

@@ -146,7 +146,7 @@ def as_rows(found: list):
     index, value, starts = [], [], []
     for h, _, _, coef in found:
         coef = np.asarray(coef, dtype=float)
-        keep = coef > EPS
+        keep = np.abs(coef) > EPS  # (an MIR's are >= 0; a held-share's, openings.py, of both signs)
         starts.append(sum(len(i) for i in index))
         index.append(np.asarray(h.columns)[keep])
         value.append(coef[keep])

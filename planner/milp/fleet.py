@@ -30,6 +30,8 @@ towards the integer hull, each with its proof in its function's docstring:
   pool-share   sum_i users_i y[d,i,o,t] <= users[d,t] u_pool, pooled d       (pooling.define_pool_spares)
   pool-cover   users_i y[d,i,o,t] <= users[d,t] Y[p,c,o,t], pooled d, users[d,t] < users_i
                                                                              (pooling.define_pool_constraints)
+  held-share   sum_i users_i y[d,i,o,t] <= users[d,t] held(o,t), owned o, no N+1 (and held-use for
+               a demand alone): the full model behind a shortlist only (openings.py)
   cover-mir    the mixed-integer rounding of each demand row (of each pool's summed rows) over its
                integer replicas, one per replica size as divisor: whole replicas (covers.py)
   weighted-mir a pool's demand rows summed in replica-equivalents of each of its configurations, and
@@ -53,7 +55,7 @@ from planner.data.catalog import Catalog
 from planner.data.errors import SolverError
 from planner.data.jobs import hours_per_year
 from planner.data.scenario import Scenario
-from planner.milp import colocation, complexity, covers, crossdisagg, owned, pooling, rows, turns
+from planner.milp import colocation, complexity, covers, crossdisagg, openings, owned, pooling, rows, turns
 from planner.milp.api import define_api_variables
 from planner.milp.model import FleetModel
 from planner.options import shortlist
@@ -214,6 +216,7 @@ FAMILIES = (
     rows.define_demand_constraints,
     rows.define_capacity_constraints,
     pooling.define_pool_constraints,
+    openings.define_held_shares,
     covers.define_cover_cuts,
     crossdisagg.define_cross_links,
     colocation.define_colocation,
