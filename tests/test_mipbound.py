@@ -381,8 +381,13 @@ def test_a_cost_below_the_full_models_bound_read_from_cbcs_log_is_no_plan_and_st
 def test_where_the_search_finds_no_plan_in_its_time_the_provers_plan_is_planned(monkeypatch):
     """choose-go.yaml shortlisted and screened: the search ends with no plan (as on a machine too
     slow for its share of the limit) while the prover beside it holds one of the full model; that
-    plan is planned, named as the prover's, verified and measured (before: exit 4, no plan)."""
+    plan is planned, named as the prover's, verified and measured (before: exit 4, no plan). The
+    bound is computed with its cuts here (defer off): a prover that separates them branches on the
+    LP (lpbranch.py), whose plans are rare."""
     import time
+
+    real_bound = prune.full_model_bound
+    monkeypatch.setattr(prune, "full_model_bound", lambda fm, seconds=None, defer=False: real_bound(fm, seconds))
 
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(screening, "MIN_COLUMNS", 0)

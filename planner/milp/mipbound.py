@@ -61,8 +61,9 @@ no time to show.
 Where it starts with the search (the screened search's shortlists, app/planning.py), the first child
 also separates the MIR cuts the full model holds back (covers.py, cutpool.separated_lp) on its LP
 before anything else, in place of the planner (prune.full_model_bound's `defer`): its first bound is
-that LP's, and the rows it added and that LP's optimum are read back (Prover.separating) before a
-narrowed restart, which waits for them and for its Lagrangian cuts (pending).
+that LP's, and the rows it added and that LP's optimum are read back (Prover.separating). After its
+Lagrangian cuts it raises the bound by branch and bound on the LP alone (lpbranch.py), not HiGHS's
+branch and cut, and it is not narrowed (Prover.branching).
 
 The first child on the full model starts from the Lagrangian cuts (lagrangian.py, LAGRANGIAN_SHARE of
 its time): each job's or pool's own integer problem at the LP's prices, c'_B x_B >= v_B, added before
@@ -138,12 +139,13 @@ class Prover:
     def __init__(self, lp, seconds: float, presolve: bool, search: bool = False, cutoff: float | None = None,
                  optimum=None, lagrange: tuple | None = None, start=None, held: list | None = None):
         self.lp, self.constant = lp, lp.constant
-        self.separating = held is not None
-        """the child separates the held cuts (prune.full_model_bound's `defer`): its rows and optimum
-        not read yet (_read_cuts); narrow waits for them (pending)"""
+        self.separating = self.branching = held is not None
+        """separating: the child separates the held cuts (prune.full_model_bound's `defer`), its rows
+        and optimum not read yet (_read_cuts); branching: it then raises its bound by branch and bound
+        on the LP (lpbranch.py), best first, which no cap would raise sooner: a narrowing does not
+        restart it (narrow), which would lose its tree"""
         self.optimum = None
         """the optimum of the LP with the child's cuts (relaxation.Optimum), once read"""
-        self.pending: tuple | None = None
         self.best: float | None = None
         self.plan: tuple[float, object] | None = None
         """the child's cheapest plan read so far: (objective with its constant, column values)"""
@@ -192,6 +194,10 @@ class Prover:
             with open(os.path.join(self.folder, HELD_FILE), "wb") as f:
                 pickle.dump(held, f, protocol=pickle.HIGHEST_PROTOCOL)
             extra["held_s"] = np.array(HELD_SHARE * seconds)
+            basis = self.lp.basis()  # (the LP the planner solved: the child's first solve starts there)
+            if basis is not None and len(basis[1]) == len(arrays["row_lower"]):
+                extra.update(col_basis=basis[0], row_basis=basis[1])
+            extra["branch"] = np.array(True)  # (its bound raised by lpbranch.py: not restarted, narrow)
         path = os.path.join(self.folder, "model.npz")
         np.savez(path, integer=integer, **arrays, **extra)
         main = threading.current_thread() is threading.main_thread()  # (prover_child._watchdog: a thread's child)
@@ -209,14 +215,9 @@ class Prover:
         plan within the gap. proving: HiGHS is capped at the cutoff (objective_bound) and presolves
         (the module docstring: a target believed below the optimum). Not restarted (False) when the
         narrowing would leave out less than NARROW_MIN_LEFT_OUT of the columns: the restart would
-        cost what the child has done for a model barely smaller. A child that separates the held cuts
-        is restarted once it has, and has added its Lagrangian cuts (READY_FILE: read), the narrowing
-        then from its LP's optimum (True: pending)."""
-        if self.separating and not os.path.exists(os.path.join(self.folder, READY_FILE)) \
-                and self.proc is not None and self.proc.poll() is None:
-            self.pending = (cutoff, optimum, time.monotonic() + seconds, lp_seconds, proving)
-            return True
-        self.pending = None
+        cost what the child has done for a model barely smaller; nor a branching child (branching)."""
+        if self.branching:
+            return False
         self._read_cuts()
         optimum = self.optimum or optimum
         narrowing = self._narrowed(cutoff, optimum)
@@ -266,11 +267,6 @@ class Prover:
             return self.best
         if math.isfinite(value) and (self.best is None or value + self.constant > self.best):
             self.best = value + self.constant  # (a narrowed child's first bounds may be below the last child's)
-        if self.pending is not None and self.proc is not None and os.path.exists(os.path.join(self.folder, READY_FILE)):
-            cutoff, optimum, end, lp_seconds, proving = self.pending
-            if end - time.monotonic() >= 1.0:
-                self.narrow(cutoff, optimum, end - time.monotonic(), lp_seconds, proving)
-            self.pending = None
         return self.best
 
     def wait(self, gap: float, objective: float, seconds: float, beside: Prover | None = None) -> float | None:
@@ -296,7 +292,6 @@ class Prover:
 
     def _end(self) -> None:
         """The child ended, its last bound and plan read, its folder removed."""
-        self.pending = None
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()

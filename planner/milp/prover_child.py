@@ -63,6 +63,12 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     h.addCols(n, m["cost"], m["lower"], m["upper"], 0, np.array([], dtype=np.int32),
               np.array([], dtype=np.int32), np.array([], dtype=float))
     h.addRows(len(m["row_lower"]), m["row_lower"], m["row_upper"], len(m["index"]), m["starts"], m["index"], m["value"])
+    if "col_basis" in m.files:  # (the planner's optimal basis of this LP: Relaxation.basis)
+        basis = highspy.HighsBasis()
+        basis.col_status = [highspy.HighsBasisStatus(int(v)) for v in m["col_basis"]]
+        basis.row_status = [highspy.HighsBasisStatus(int(v)) for v in m["row_basis"]]
+        basis.valid = True
+        h.setBasis(basis)
     out = os.path.join(os.path.dirname(path), BOUND_FILE)
     solved = _separated(h, m, os.path.dirname(path), out) if "held_s" in m.files else None
     integer = np.flatnonzero(m["integer"]).astype(np.int32)
@@ -97,8 +103,14 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
         from planner.milp import lagrangian
 
         lagrangian.in_child(h, m, os.path.join(os.path.dirname(path), CUTS_FILE), report, solved)
-    if "held_s" in m.files:  # (the planner's narrowing waits for this: mipbound.Prover.narrow)
+    if "held_s" in m.files:  # (done separating and adding its cuts: mipbound.Prover._read_cuts)
         open(os.path.join(os.path.dirname(path), READY_FILE), "w").close()
+    if bounding and "branch" in m.files:  # branch and bound on the LP alone (lpbranch.py), not HiGHS's
+        from planner.milp import lpbranch
+
+        h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kContinuous))
+        lpbranch.raised(h, m["integer"], m["cost"], report, started + float(seconds), cutoff, keep)
+        return
     h.setOptionValue("time_limit", h.getRunTime() + max(0.01, float(seconds) - (time.monotonic() - started)))
     # (HiGHS reads its limit against its clock over every run of h: cutpool.run_limited)
     try:
