@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_screening import _model
 
 from planner.data import deadline
 from planner.milp import screening, support
 from planner.milp.relaxation import relaxation
 from planner.milp.solve import solve
-from tests.test_screening import _model
 
 
 @pytest.fixture(scope="module")
