@@ -77,3 +77,31 @@ def test_with_no_time_for_the_whole_model_the_supports_plan_stands(pattern, monk
     integer = {v.name for v in fm.prob.variables() if v.cat != "Continuous"}
     assert all(found.values[n] == 0 for n in integer - used)
     assert cbc.objective * (1 - 1e-6) <= found.objective <= cbc.objective * 1.05
+
+
+def test_two_threads_search_their_own_models_at_once():
+    """The explanations re-plan variants in threads, each with its own relaxation: two MIPs at once
+    both end with their plan (highspy's own threaded solve shares its locks between objects: the
+    second failed with "Solver is already running")."""
+    import threading
+
+    fm = _model()
+    lps = [relaxation(fm.prob) for _ in range(2)]
+    found, failed = [None, None], []
+
+    def run(k: int) -> None:
+        try:
+            lower, upper = lps[k].bounds()
+            for _ in range(8):  # (several each: the two overlap)
+                found[k] = lps[k].mip(lower, upper, 60, 1e-4)
+        except Exception as e:  # (reported below)
+            failed.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed and all(f is not None and f.point is not None and f.proven for f in found)
+    costs = [float(np.dot(lp.arrays["cost"], f.point)) for lp, f in zip(lps, found)]
+    assert costs[0] == pytest.approx(costs[1], rel=1e-4)

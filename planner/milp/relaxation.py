@@ -219,32 +219,44 @@ class Relaxation:
 
 
 def _interruptible(h, end: float) -> None:
-    """h's run in HiGHS's own thread (highspy's startSolve) while this thread waits in short steps,
-    so that a signal's handler (cli/signals.py: Ctrl-C, SIGTERM) runs at once: the search is then
-    interrupted at HiGHS's next check (its MIP interrupt callback) and waited for before the
-    exception goes on. Run in this thread, HiGHS held it until its time limit (a 24-job N+1 plan
-    interrupted by SIGTERM went on for more than 30 s). It is interrupted the same way once
-    time.monotonic() passes `end`: HiGHS reads its own time limit only between some steps (60
-    generated jobs, seed 5: a MIP given 1.5 s ran 2.8 s, and the plan ended at 10.6 s of a 10 s
-    limit). The callback sets the interrupt flag on every call, not only to stop: HiGHS keeps a flag
-    once set, and every later run on the object stopped at once (highspy 1.16's cancelSolve too)."""
-    stop = [False]
+    """h's run in a thread of its own while this thread waits in short steps, so that a signal's
+    handler (cli/signals.py: Ctrl-C, SIGTERM) runs at once: the search is then interrupted at
+    HiGHS's next check (its MIP interrupt callback) and waited for before the exception goes on. Run
+    in this thread, HiGHS held it until its time limit (a 24-job N+1 plan interrupted by SIGTERM went
+    on for more than 30 s). It is interrupted the same way once time.monotonic() passes `end`: HiGHS
+    reads its own time limit only between some steps (60 generated jobs, seed 5: a MIP given 1.5 s
+    ran 2.8 s, and the plan ended at 10.6 s of a 10 s limit). The callback sets the interrupt flag
+    on every call, not only to stop: HiGHS keeps a flag once set, and every later run on the object
+    stopped at once. Not highspy's startSolve: its locks are the class's, shared by every object,
+    and two explanations' re-plans searching at once in threads failed ("Solver is already running")."""
+    stop, done, failed = [False], threading.Event(), []
 
     def check(event) -> None:
         event.data_in.user_interrupt = stop[0]
 
+    def run() -> None:
+        try:
+            h.run()
+        except BaseException as e:  # (handed to the waiting thread)
+            failed.append(e)
+        finally:
+            done.set()
+
     h.cbMipInterrupt += check
-    h.startSolve()
     try:
-        while not h.wait(WAIT_STEP_S)[0]:
-            if time.monotonic() > end:
-                stop[0] = True
-    except BaseException:
-        stop[0] = True
-        h.joinSolve()
-        raise
+        threading.Thread(target=run, daemon=True).start()
+        try:
+            while not done.wait(WAIT_STEP_S):
+                if time.monotonic() > end:
+                    stop[0] = True
+        except BaseException:
+            stop[0] = True
+            done.wait()
+            raise
     finally:
         h.cbMipInterrupt -= check
+    if failed:
+        raise failed[0]
 
 
 WAIT_STEP_S = 0.05
