@@ -129,6 +129,7 @@ def test_where_cbc_alone_searches_a_shortlist_highs_searches_it_beside_and_its_c
     full bound; on two cores the full-model prover starts once the search is done (the second core
     was the search's), with three as soon as the full LP is solved, beside both searches; a search
     child writes no bound."""
+    monkeypatch.setattr(early, "floored", lambda fm, plan, bound: plan)  # (the first plan, or none, kept)
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
     real_start = mipbound.start_search
@@ -422,6 +423,7 @@ def test_the_first_shortlist_is_searched_while_the_full_bound_is_computed_and_it
     and the plan is no dearer."""
     import time
 
+    monkeypatch.setattr(early, "floored", lambda fm, plan, bound: plan)  # (the first plan, or none, kept)
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
     monkeypatch.setattr(mipbound, "cores", lambda: 2)
@@ -455,3 +457,36 @@ def test_the_first_shortlist_is_searched_while_the_full_bound_is_computed_and_it
     assert first.proc is None and first.plan is not None  # stopped, its plan read
     assert warm is True and start is not None and start.objective == pytest.approx(first.plan[0], rel=1e-6)
     assert plan["total_cost_usd_per_year"] <= start.objective * (1 + 1e-6)
+
+
+def test_a_poor_first_plan_gives_way_to_a_plan_of_the_lps_support(monkeypatch):
+    """app/early.py's floored: choose-go.yaml shortlisted and searched by CBC alone, the first
+    shortlist's plan 20 times the LP bound (as in one draw of 200 generated jobs, where CBC then
+    found nothing cheaper): CBC starts instead from a plan of the widened shortlist over its LP's
+    support, a plan of the model within a few percent of the one planned from a good start."""
+    import dataclasses
+
+    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
+    monkeypatch.setattr(screening, "MAX_COLUMNS", 0)
+    starts, real_warmed, real_search = [], early.warmed, screening.search
+
+    def poor(child, first, fm):
+        found = real_warmed(child, first, fm)
+        return None if found is None else dataclasses.replace(found, objective=found.objective * 20)
+
+    def search(fm, **kwargs):
+        starts.append((kwargs.get("warm"), screening.start_plan(fm)))
+        return real_search(fm, **kwargs)
+
+    monkeypatch.setattr(screening, "search", search)
+    s = load_scenario(SCENARIOS / "choose-go.yaml")
+    s = s.model_copy(update={"solver": s.solver.model_copy(update={"gap": 0.05})})
+    with deadline.budget(60):
+        good = planning.make_plan(s, explain="none")["total_cost_usd_per_year"]
+    starts.clear()
+    monkeypatch.setattr(early, "warmed", poor)
+    with deadline.budget(60):
+        plan = planning.make_plan(s, explain="none")
+    (warm, start), = starts
+    assert warm is True and start is not None  # (the support's plan: it meets every row of the model)
+    assert start.objective <= good * 1.10 and plan["total_cost_usd_per_year"] <= good * 1.02

@@ -176,6 +176,7 @@ def solve_scenario(s: Scenario, catalog_paths: tuple[str, ...] = (), time_limit_
                 if screened and not screening.eligible(fm):
                     fm = model.build(s, cat, opts, keep_pairs=bound.support)
             start, child = early.warmed(child, first, fm), None  # (its plan: the search's start)
+            start = early.floored(fm, start, bound.objective)  # (or the LP's support's, where that is poor)
         if fm is first:  # (the model searched as built: not shortlisted, or its bound cut)
             covers.add_weighted(fm)
         b = deadline.current()
