@@ -72,7 +72,6 @@ POOR = 1.10
 model's LP bound (or is missing) and a plan of the LP's support is cheaper"""
 FLOOR_S, FLOOR_SHARE = 2.0, 0.2
 """the most seconds, and the most of the time left, the support's MIP may take in floored"""
-FLOOR_NAME = "highs (the widened shortlist's plan over its LP's support; cbc's search found none cheaper)"
 
 
 def floored(fm, plan: SolveResult | None, bound: float | None) -> SolveResult | None:
@@ -95,4 +94,4 @@ def floored(fm, plan: SolveResult | None, bound: float | None) -> SolveResult | 
         return plan
     for v in fm.prob.variables():
         v.setInitialValue(found.values.get(v.name, 0.0))
-    return dataclasses.replace(found, solver=FLOOR_NAME)
+    return found  # (CBC's start only: its plan names CBC)

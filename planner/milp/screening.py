@@ -276,8 +276,6 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: _Wo
     """Step 2: best-improvement local search over the open pools, each set judged by the LP with
     every spare fixed to it. A round tries every pool toggled, then each open pool swapped for one
     of the SWAP_WITH closed pools whose opening alone scored best in the toggles."""
-    for k in keys:
-        _set(lp, opens[k], pattern[k])
 
     def tried(change: tuple) -> float:
         for k in change:
@@ -287,7 +285,7 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: _Wo
             _set(lp, opens[k], pattern[k])
         return got
 
-    try:
+    with _lp_fixed(lp, opens, dict(pattern)):  # (every pool freed after, as the model has it)
         value = lp.solve()
         while not budget.spent(lp, 1):
             best, move, opening = value, None, []
@@ -314,9 +312,6 @@ def _improve(lp: Relaxation, opens: dict, keys: list, pattern: dict, budget: _Wo
                 _set(lp, opens[k], pattern[k])
             value = best
         return pattern
-    finally:
-        for k in keys:
-            lp.free(opens[k])
 
 
 def _screen(lp: Relaxation, opens: dict, keys: list, above: float, end: float = math.inf) -> dict:
