@@ -221,7 +221,8 @@ class Relaxation:
 def _interruptible(h, end: float) -> None:
     """h's run in a thread of its own while this thread waits in short steps, so that a signal's
     handler (cli/signals.py: Ctrl-C, SIGTERM) runs at once: the search is then interrupted at
-    HiGHS's next check (its MIP interrupt callback) and waited for before the exception goes on. Run
+    HiGHS's next check (its MIP, simplex and interior-point interrupt callbacks: with the MIP's
+    alone, a SIGINT in a root LP went unanswered for 30 s in CI) and waited for before the exception goes on. Run
     in this thread, HiGHS held it until its time limit (a 24-job N+1 plan interrupted by SIGTERM went
     on for more than 30 s). It is interrupted the same way once time.monotonic() passes `end`: HiGHS
     reads its own time limit only between some steps (60 generated jobs, seed 5: a MIP given 1.5 s
@@ -242,7 +243,9 @@ def _interruptible(h, end: float) -> None:
         finally:
             done.set()
 
-    h.cbMipInterrupt += check
+    checks = (h.cbMipInterrupt, h.cbSimplexInterrupt, h.cbIpmInterrupt)  # (the MIP's LPs too: presolve's, the root's)
+    for event in checks:
+        event.subscribe(check)
     try:
         threading.Thread(target=run, daemon=True).start()
         try:
@@ -254,7 +257,8 @@ def _interruptible(h, end: float) -> None:
             done.wait()
             raise
     finally:
-        h.cbMipInterrupt -= check
+        for event in checks:
+            event.unsubscribe(check)
     if failed:
         raise failed[0]
 
