@@ -24,11 +24,10 @@ import dataclasses
 import math
 import time
 
-import pulp
-
 from planner.data import deadline
 from planner.data.errors import SolverError
 from planner.milp import colocation, covers, fleet, screening
+from planner.milp.plans import fitted
 from planner.milp.pooling import pool_key
 from planner.milp.relaxation import available as relaxation_available
 from planner.milp.relaxation import relaxation
@@ -223,7 +222,7 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
     plan (warm_start): its heuristics search the full model for a cheaper one, returned second
     (None when it found none cheaper; its gap is then against the full model's own bound).
     While a root node finds a cheaper plan and the time left holds another, the root node runs
-    again from that plan: CBC's improvement heuristics (RINS, VND: solve.CBC_OPTIONS; DINS on a shortlist: solve) search
+    again from that plan: CBC's improvement heuristics (RINS, VND: solvers.CBC_OPTIONS; DINS on a shortlist: solve) search
     the neighbourhood of the plan they start from, and a cheaper plan gives them a new one. On 60
     generated jobs of every acquisition mode (benchmarks/milp.py --only large, seed 3, limit 60 s)
     the first root node lowers the shortlisted plan 2,226,927 -> 2,208,662 $/yr, the second to
@@ -260,19 +259,8 @@ def warm_start(full: fleet.FleetModel, short: fleet.FleetModel, values: dict) ->
         mine = getattr(short, store)
         for key, v in getattr(full, store).items():
             sv = mine.get(key)
-            v.setInitialValue(_fitted(v, values.get(sv.name, 0.0) if sv is not None else 0.0))
+            v.setInitialValue(fitted(v, values.get(sv.name, 0.0) if sv is not None else 0.0))
     colocation.settle(full)  # (a shortlist with one place left for a job has no w to copy)
-
-
-def _fitted(v: pulp.LpVariable, x: float) -> float:
-    """x rounded if v is an integer, and clipped to v's bounds."""
-    if v.cat != pulp.LpContinuous:
-        x = round(x)
-    if v.lowBound is not None:
-        x = max(v.lowBound, x)
-    if v.upBound is not None:
-        x = min(v.upBound, x)
-    return x
 
 
 def prover_plan(bound: FullBound, plan: tuple[float, object] | None) -> SolveResult | None:
@@ -294,7 +282,7 @@ def plan_of(model: fleet.FleetModel | None, lp, plan: tuple[float, object] | Non
         j = lp.column.get(v.name)
         if j is None or j >= len(x):
             return None
-        values[v.name] = float(_fitted(v, float(x[j])))
+        values[v.name] = float(fitted(v, float(x[j])))
     found = screening.start_plan(model, values)  # (the model's own values untouched)
     return None if found is None else dataclasses.replace(found, solver=solver)
 
