@@ -124,7 +124,7 @@ STOP_ON_TIME = """
 
 
 def test_time_limit_always_set():
-    from planner.milp.solve import make_solver
+    from planner.milp.solvers import make_solver
 
     solver, _ = make_solver(0.2, 0.001)
     assert solver.timeLimit == 0.25  # never 0 (no limit): at least MIN_LIMIT_S
@@ -132,6 +132,17 @@ def test_time_limit_always_set():
     assert solver.timeLimit == 4.64  # fractional seconds, not truncated to whole ones
     solver, _ = make_solver(60, 0.001)
     assert solver.timeLimit == 60
+
+
+def test_one_thread_is_cbcs_serial_search_not_a_one_worker_tree():
+    """solvers.CBC_THREADS_MIN: `-threads 1` ran CBC's tree in a worker whose end could wait 10 s
+    for a missed wake-up (7 runs in 2,000 on a loaded machine); one thread passes no -threads."""
+    from planner.milp.solvers import make_solver
+
+    for threads, said in ((1, []), (2, ["threads 2"]), (8, ["threads 8"])):
+        solver, name = make_solver(5, 0.001, threads=threads)
+        assert name.startswith("cbc")
+        assert [o for o in solver.getOptions() if o.startswith("threads")] == said
 
 
 def test_cbc_missing(monkeypatch, tmp_path, plan_cli):

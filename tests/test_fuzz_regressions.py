@@ -160,7 +160,7 @@ def test_the_plan_is_the_cheapest_not_a_dearer_one_called_optimal(plan_cli, tmp_
     """fuzz seed 34 case 24 (its next-best fleet cost 7% less than the plan): CBC's probing cuts
     (cbcbox's build) closed the root gap on a plan of $363,014/yr and called it optimal; the
     cheapest is 5 A100 servers plus an N+1 spare on demand at $336,384/yr (HiGHS and PuLP's bundled
-    CBC agree). CBC now runs without probing (milp/solve.py CBC_OPTIONS). Its 744,638-token prompts
+    CBC agree). CBC now runs without probing (milp/solvers.py CBC_OPTIONS). Its 744,638-token prompts
     are past Llama 3.2 3B's 131,072 positions, which is now bad input (exit 2): the case keeps the
     architecture as an inline model said to reach 1,048,576."""
     path = tmp_path / "s.yaml"

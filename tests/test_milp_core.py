@@ -283,6 +283,7 @@ def test_cbc_searches_a_spare_bearing_model_its_own_way(tmp_path, monkeypatch):
 
     from planner.app.planning import solve_scenario
     from planner.milp import solve as solving
+    from planner.milp import solvers
 
     jobs, policy = N1_CASES["three-jobs-mixed-hours"]
     s = scenario(jobs, policy)
@@ -313,9 +314,9 @@ def test_cbc_searches_a_spare_bearing_model_its_own_way(tmp_path, monkeypatch):
     assert res.status == "optimal" and not fm.u
     assert not set(solving.SPARE_CUTS) & set(seen[0][0]) and seen[0][1] == []
 
-    if solving._cbcbox_path():
+    if solvers.cbcbox_path():
         own = tmp_path / "cbc"
-        own.symlink_to(solving._cbcbox_path())
+        own.symlink_to(solvers.cbcbox_path())
         monkeypatch.setenv("PLANNER_CBC", str(own))
         seen.clear()
         _, _, fm, res = solve_scenario(s)

@@ -1,6 +1,6 @@
 """The fleet MILP. PuLP is imported here first, without its optional HiGHS interface: PuLP probes
 for highspy when it is imported, and highspy loads numpy (about 0.08 s of a plan's 1 s start-up on
-CBC, the default). solve.make_solver loads PuLP's HiGHS interface when a plan asks for HiGHS."""
+CBC, the default). solvers.make_solver loads PuLP's HiGHS interface when a plan asks for HiGHS."""
 
 import sys
 

@@ -1,9 +1,9 @@
 """Run the MILP solver on a fleet model and return one typed result; nothing reads values unless
 the status allows.
 
-CBC (the default and the tested path): the factory prefers COIN_CMD with the cbcbox binary (what
-pulp[cbc] installs, and the only route in PuLP 4) and falls back to PuLP 3's bundled PULP_CBC_CMD.
-HiGHS (solver.name: highs, or --solver highs): in process through highspy, a dependency of the
+CBC (the default and the tested path): the factory (solvers.py) prefers COIN_CMD with the cbcbox
+binary (what pulp[cbc] installs, and the only route in PuLP 4) and falls back to PuLP 3's bundled
+PULP_CBC_CMD. HiGHS (solver.name: highs, or --solver highs): in process through highspy, a dependency of the
 tool (the relaxation needs it; the "highs" extra stays for old install lines); where it is missing,
 exit 2 says how to install it; its banner is kept off stdout. A time limit is always set; explanation
 solves also get a node limit (max_nodes) so that their answers depend on work done, not on how busy
@@ -12,41 +12,29 @@ the machine is.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 
 import pulp
 
 from planner.data import deadline
-from planner.data.errors import InputError, Problem, SolverError
+from planner.data.errors import SolverError
 from planner.milp import cbclog
 from planner.milp.fleet import FleetModel
 from planner.milp.relaxation import available as relaxation_available
 from planner.milp.relaxation import stdout_silenced
+from planner.milp.solvers import MIN_LIMIT_S, cbcbox_path, make_solver
 
 OK = ("optimal", "feasible")
-CBC_OPTIONS = ("passC 20", "rins on", "vnd on", "probing off")
-"""Root cut passes capped at 20 (CBC's default is 100 on small models): on the fleet MILP the
-late passes barely move the bound and cost most of the time (bank.yaml 0.9 -> 0.3 s; 50 random
-jobs 35 -> 9 s, same optimum; measured with benchmarks/speed.py).
-Probing off: the cbcbox build (CBC devel, git 146ce89) proved a plan "optimal" at $363,014/yr
-where a plan of $336,384/yr exists (fuzz seed 34 case 24: an N+1 serving job with a minutes-long
-LoRA run; its root node closed the gap after one pass of probing cuts with 7 variables fixed on
-cost); with probing off, or with PuLP's bundled CBC 2.10, or with HiGHS, it finds $336,384. On
-15 generated N+1 fleets (10-20 jobs) the core solves took 54.5 s in all against 48.6 s with probing
-(one draw each; the per-fleet times move both ways).
-No DINS: with it (and the options above) the same build proved $258,944/yr "optimal" where a plan of
-$243,310/yr exists (fuzz seed 8181 case 230: an RL job on an office site beside one edge device; the
-plan the next-best fleet found cheaper); without it, with PuLP's bundled CBC 2.10 or with HiGHS it
-finds $243,310 (tests/test_fuzz_regressions.py). A shortlist's last search, whose proof no plan rests
-on (its gap is measured against the full model's bound), keeps it (solve: 200 generated jobs seed 3
-at 30 s, 3.6% with it, 5.6% without)."""
-
+OVERRUN_STOP_S = 1.0
+"""CBC past its time limit by this much is interrupted (cbclog.interrupt: SIGINT, on which it ends its
+search and writes its best plan): CBC reads its clock between cut passes and nodes, and on a large
+model a pass takes seconds (2,000 generated jobs, 65,426 columns: a search given 11.2 s ran 17.7 s).
+CBC ignores it before its search starts (500 jobs: interrupted after 1 s it ran its full 30 s): a
+model slow to load runs on to its own check, or is killed (cbclog.Watch: HANG_S, or a crash)."""
 LP_ENGINE = "highs"
 """the solver of every LP (mip=False: the explanations' prices and bounds) where the scenario's is
 CBC and highspy can be imported (it is a dependency): the cbcbox build's LP of a budget-capped plan
@@ -81,117 +69,6 @@ class SolveResult:
         return sum(c * self.values.get(v.name, 0.0) for v, c in expr.items()) + expr.constant
 
 
-def _cbc_path() -> str | None:
-    env = os.environ.get("PLANNER_CBC")
-    if env:
-        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
-            raise SolverError(f"PLANNER_CBC is set to {env}, which is not an executable file.\n"
-                              "    To fix: point PLANNER_CBC at a cbc executable, or unset it to use the "
-                              "one pulp[cbc] installs")
-        return env
-    return _cbcbox_path()
-
-
-@functools.lru_cache(maxsize=1)
-def _cbcbox_path() -> str | None:
-    """cbcbox's binary (it reads /proc/cpuinfo to pick one: 4 ms, once per command, not per solve)."""
-    try:
-        import cbcbox  # installed by pulp[cbc]
-        return cbcbox.cbc_bin_path()
-    except Exception:
-        return None
-
-
-SOLVERS = ("cbc", "highs")
-OVERRUN_STOP_S = 1.0
-"""CBC past its time limit by this much is interrupted (cbclog.interrupt: SIGINT, on which it ends its
-search and writes its best plan): CBC reads its clock between cut passes and nodes, and on a large
-model a pass takes seconds (2,000 generated jobs, 65,426 columns: a search given 11.2 s ran 17.7 s).
-CBC ignores it before its search starts (500 jobs: interrupted after 1 s it ran its full 30 s): a
-model slow to load runs on to its own check, or is killed (cbclog.Watch: HANG_S, or a crash)."""
-MIN_LIMIT_S = 0.25
-"""the shortest time limit a solve is given (CBC reads fractional seconds and stops within a few
-hundredths of them; a limit of 0 would be none): an explanation MILP started with 0.4 s of its
-budget left used to get 1 s, the whole seconds the limit was truncated to, and ran past the budget;
-and a search whose share ran out just before it started stops at once, where 0 read as no limit gave
-it the scenario's whole limit (the diff review: a 30 s plan's CBC ran 24.7 s alone past its share)"""
-
-
-def make_solver(time_limit_s: float, gap: float, threads: int = 1, mip: bool = True, name: str = "cbc",
-                max_nodes: int | None = None):
-    """The solver `name` (cbc: COIN_CMD with cbcbox if present, else PuLP's bundled CBC; highs:
-    highspy in process), silent and time-limited; max_nodes caps the branch-and-bound nodes."""
-    if name == "highs":
-        return _highs(time_limit_s, gap, threads, mip, max_nodes), "highs"
-    options = list(CBC_OPTIONS) + ([f"maxNodes {max_nodes}"] if max_nodes is not None and mip else [])
-    kwargs = dict(msg=False, timeLimit=max(MIN_LIMIT_S, round(time_limit_s, 2)), gapRel=gap, threads=threads, mip=mip,
-                  options=options)
-    path = _cbc_path()
-    if path and os.path.exists(path):
-        return pulp.COIN_CMD(path=path, **kwargs), "cbc (cbcbox)"
-    if hasattr(pulp, "PULP_CBC_CMD"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            solver = pulp.PULP_CBC_CMD(**kwargs)
-        if solver.available():
-            return solver, "cbc (bundled)"
-    raise SolverError("no CBC solver found.\n    To fix: pip install 'pulp[cbc]>=3.3,<4' "
-                      "or set PLANNER_CBC to a cbc executable")
-
-
-def _highs(time_limit_s: float, gap: float, threads: int, mip: bool, max_nodes: int | None):
-    try:
-        import highspy  # noqa: F401  (the optional extra)
-    except ImportError:
-        raise InputError(Problem("solver 'highs' is not installed", "solver.name",
-                                 'pip install ".[highs]" (or pip install highspy), or use solver.name: cbc'))
-    params = {"mip_max_nodes": int(max_nodes)} if max_nodes is not None and mip else {}
-    return _node_limited(_pulp_highs())(msg=False, timeLimit=float(max(MIN_LIMIT_S, time_limit_s)), gapRel=gap,
-                                        threads=threads, mip=mip, **params)
-
-
-_HIGHS_LOADING = threading.Lock()
-
-
-def _pulp_highs() -> type:
-    """PuLP's HiGHS interface, loaded once where PuLP was imported without highspy
-    (planner/milp/__init__.py), under a lock: the explanations' re-plans solve their LPs from
-    threads at once, and one thread's reload left another with the unavailable class ("HiGHS: Not
-    Available", exit 4)."""
-    with _HIGHS_LOADING:
-        if not pulp.HiGHS().available():
-            import importlib
-
-            from pulp.apis import highs_api
-            pulp.HiGHS = pulp.apis.HiGHS = importlib.reload(highs_api).HiGHS
-        return pulp.HiGHS
-
-
-@functools.lru_cache(maxsize=None)
-def _node_limited(base: type) -> type:
-    """PuLP's HiGHS interface that also reads the status a node limit ends on (max_nodes: HiGHS's
-    kSolutionLimit), which PuLP 3.3's table lacks (a KeyError: --solver highs failed on every root
-    node and every explanation that reached 300 nodes): the plan HiGHS holds when it holds one, as at
-    a time limit, else none."""
-
-    class NodeLimited(base):
-        def findSolutionValues(self, lp):
-            try:
-                return super().findSolutionValues(lp)
-            except KeyError:
-                import highspy
-
-                h = lp.solverModel
-                if h.getModelStatus() != highspy.HighsModelStatus.kSolutionLimit:
-                    raise
-                if h.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
-                    return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible  # (solve's "feasible")
-                return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
-
-    return NodeLimited
-
-
 def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None = None,
           mip: bool = True, max_nodes: int | None = None, warm: bool = False,
           cutoff: float | None = None, engine: str | None = None, on_plan=None) -> SolveResult:
@@ -199,12 +76,12 @@ def solve(fm: FleetModel, time_limit_s: float | None = None, gap: float | None =
     a known plan it may improve on (milp/prune.py); other solvers start cold. cutoff (CBC): the
     search drops every node whose bound is above it, as if a plan of that cost were known
     (milp/screening.py); a model with no plan below it comes back infeasible. engine: the solver
-    (SOLVERS) for this solve, in place of the scenario's (solver.name). on_plan (CBC): called, from a
+    (solvers.SOLVERS) for this solve, in place of the scenario's (solver.name). on_plan (CBC): called, from a
     thread, with the cost of each cheaper plan CBC's log shows while it runs (cbclog.Tail), before
     the search ends; the plan returned is the search's as always. Where on_plan has an `enough`
     method, CBC is interrupted once it returns true (cbclog.interrupt): the search returns its best
     plan then, feasible. A shortlist's model (pairs_pruned: its plan's gap is the full model's bound's)
-    is searched with DINS too (CBC_OPTIONS says why not otherwise)."""
+    is searched with DINS too (solvers.CBC_OPTIONS says why not otherwise)."""
     cfg = fm.scenario.solver
     engine = engine or cfg.name
     if not mip and engine == "cbc" and relaxation_available():
@@ -276,7 +153,7 @@ def _spare_search(fm: FleetModel, solver, name: str) -> str | None:
         return None
     solver.options = [*solver.options, *SPARE_CUTS]
     path = getattr(solver, "path", "") or ""
-    word = "priorityIn" if name == "cbc (bundled)" else "readPriorities" if path == _cbcbox_path() else None
+    word = "priorityIn" if name == "cbc (bundled)" else "readPriorities" if path == cbcbox_path() else None
     if word is None:
         return None
     first = [v for store in BRANCH_FIRST for v in getattr(fm, store).values()]
