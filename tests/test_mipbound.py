@@ -196,7 +196,7 @@ def test_beside_a_screened_search_the_prover_starts_once_the_full_lp_is_solved(m
     monkeypatch.setattr(planning.model, "build", build)
     monkeypatch.setattr(mipbound, "start", lambda *a, **k: events.append("prover") or real_start(*a, **k))
     s = load_scenario(SCENARIOS / "choose-go.yaml")
-    with deadline.budget(60):
+    with deadline.budget(10):
         plan = planning.make_plan(s, explain="none")
     assert plan["status"] in ("optimal", "feasible") and plan["solver"]["gap"] is not None
     assert events[:4] == ["shortlist", "full", "prover", "widened"]

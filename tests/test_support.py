@@ -94,7 +94,7 @@ def test_two_threads_search_their_own_models_at_once():
     def run(k: int) -> None:
         try:
             lower, upper = lps[k].bounds()
-            for _ in range(8):  # (several each: the two overlap)
+            for _ in range(3):  # (several each: the two overlap)
                 found[k] = lps[k].mip(lower, upper, 60, 1e-4)
         except Exception as e:  # (reported below)
             failed.append(e)

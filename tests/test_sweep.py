@@ -16,13 +16,13 @@ def test_sweep_equals_each_variant_solved_alone(tmp_path, plan_cli):
     from planner.app.planning import make_plan
     from planner.data.scenario import load_scenario
 
-    runs, hours = [6, 12, 24], [12, 24, 48, 96]
+    runs, hours = [6, 12, 24], [24, 96]
     res = plan_cli("sweep", FINETUNE, "--set", "jobs.0.runs_per_year=" + ",".join(map(str, runs)),
                    "--set", "jobs.0.max_hours_per_run=" + ",".join(map(str, hours)), "--format", "json")
     assert res.code == 0, res.err
     entries = json.loads(res.out)
-    assert len(entries) == 12
-    assert "Swept 12 variants in" in res.err
+    assert len(entries) == 6
+    assert "Swept 6 variants in" in res.err
     base = yaml.safe_load(FINETUNE.read_text())
     for entry, (r, h) in zip(entries, [(r, h) for r in runs for h in hours]):
         assert entry["settings"] == {"jobs.0.runs_per_year": r, "jobs.0.max_hours_per_run": h}
