@@ -10,6 +10,7 @@ import pytest
 from conftest import SCENARIOS
 from test_bruteforce import scenario, serve
 from test_milp_core import N1, n_plus_1_brute_force
+from test_optimizer import shortlist_costs_little
 
 from planner.app import beside, early, narrowing, planning
 from planner.data import deadline
@@ -60,7 +61,8 @@ def test_a_stopped_prover_leaves_no_process_and_keeps_its_bound(monkeypatch):
 def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_stopped(monkeypatch):
     """choose-go.yaml shortlisted: the prover starts after the full LP, runs while the plan is
     searched, is read and stopped when the plan is measured; the plan's gap is against a bound at
-    least the LP's (prune.raised keeps the higher)."""
+    least the LP's (prune.raised keeps the higher). The plan costs little more than the one over
+    every pair (the shortlist's cost: test_optimizer checks it, on this plan)."""
     monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
     started, lps = [], []
     real_start, real_bound = mipbound.start, prune.full_model_bound
@@ -83,6 +85,7 @@ def test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_
     assert gap is not None and cost * (1 - gap) >= lps[0].objective * (1 - 1e-6)
     assert prune.raised(lps[0], None) is lps[0] and prune.raised(lps[0], lps[0].objective - 1) is lps[0]
     assert prune.raised(lps[0], lps[0].objective + 1).objective == lps[0].objective + 1
+    shortlist_costs_little(load_scenario(SCENARIOS / "choose-go.yaml"), plan)
 
 
 def test_waiting_on_the_prover_ends_within_the_gap_asked_and_its_plan_is_a_plan_of_the_model():

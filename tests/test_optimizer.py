@@ -279,11 +279,13 @@ def test_no_run_spans_workstations_or_single_gpu_instances():
 
 # --- the shortlist (large scenarios) ------------------------------------------------------------------------
 
-def test_small_scenarios_see_every_pair_and_the_shortlist_costs_little(monkeypatch):
-    s, exact = shipped("choose-go.yaml")
+def shortlist_costs_little(s: Scenario, pruned: dict) -> None:
+    """A small scenario (choose-go.yaml) is planned over every pair, and its plan with every pair
+    shortlisted (shortlist.PRUNE_ABOVE 0: `pruned`, planned by test_mipbound's
+    test_a_shortlisted_plan_is_measured_against_the_raised_bound_and_the_prover_stopped, which
+    records the prover on the same plan) costs little more."""
+    _, exact = shipped(s.name + ".yaml")
     assert exact["solver"]["pairs_pruned"] == 0
-    monkeypatch.setattr(shortlist, "PRUNE_ABOVE", 0)
-    pruned = plan(s)
     # the shortlist was searched: its plan, or the full model's prover's when that found a cheaper one
     assert pruned["solver"]["pairs_pruned"] > 0 or "every pair, beside cbc's search of a shortlist" in pruned["solver"]["name"]
     # both are solved to the scenario's relative gap (solver.gap, 0.1%): the shortlist's plan may land
