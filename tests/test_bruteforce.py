@@ -229,3 +229,26 @@ def test_milp_matches_enumeration(case):
     expected = brute_force(s)
     assert math.isfinite(expected)
     assert milp_cost(s) == pytest.approx(expected, rel=1e-6, abs=0.01)
+
+
+def test_a_run_over_several_owned_boxes_lifts_the_lp_to_the_enumerated_optimum():
+    """A pretraining run on 24 or 32 A100s (3 or 4 boxes of 8) beside a part-day chat, the boxes
+    bought or rented: the LP relaxation once held shares of both run sizes on a share of the boxes
+    (b = x in every batch-fit row); the batch-share row (rows.define_batch_shares) counts the
+    run's shares at their whole boxes, which lifts the LP to the enumerated optimum, and the
+    MILP's optimum stays the enumerated one."""
+    from planner.milp import fleet
+    from planner.milp.relaxation import relaxation
+
+    run = {"name": "pre", "stage": "pretrain", "model": "llama-3.2-3b", "training_tokens": 3e10, "max_days": 3}
+    s = scenario([run, serve("chat", 300, hours=12)], {"accelerators": ["a100-80gb"], "acquisition": ["buy", "on-demand"]})
+    expected = brute_force(s, extra_boxes=4)
+    w = World(s)
+    assert sorted(o.accelerators for o in w.opts.batch["pre"]) == [24, 32]
+    fm = fleet.build(s, w.cat, w.opts)
+    assert [k for k in fm.rows if k[0] == "batch-share"]
+    with fm.cuts_relaxed():
+        without = relaxation(fm.prob).solve()
+    assert without < 0.8 * expected  # (9,570 against 14,292 $/yr)
+    assert expected * 0.999 <= relaxation(fm.prob).solve() <= expected + 0.1  # (+ the tie-break cents)
+    assert milp_cost(s) == pytest.approx(expected, rel=1e-6, abs=0.01)

@@ -30,6 +30,8 @@ towards the integer hull, each with its proof in its function's docstring:
   pool-share   sum_i users_i y[d,i,o,t] <= users[d,t] u_pool, pooled d       (pooling.define_pool_spares)
   pool-cover   users_i y[d,i,o,t] <= users[d,t] Y[p,c,o,t], pooled d, users[d,t] < users_i
                                                                              (pooling.define_pool_constraints)
+  batch-share  sum_i ceil(acc_i / acc_o) x[d,i,o,t] <= held(o,t), owned o: a run's shares over its
+               options' whole systems at once (rows.define_batch_shares)
   held-share   sum_i users_i y[d,i,o,t] <= users[d,t] held(o,t), owned o, no N+1 (and held-use for
                a demand alone): the full model behind a shortlist only (openings.py)
   cover-mir    the mixed-integer rounding of each demand row (of each pool's summed rows) over its
@@ -215,6 +217,7 @@ FAMILIES = (
     complexity.define_complexity,
     rows.define_demand_constraints,
     rows.define_capacity_constraints,
+    rows.define_batch_shares,
     pooling.define_pool_constraints,
     openings.define_held_shares,
     covers.define_cover_cuts,
