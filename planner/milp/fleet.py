@@ -30,8 +30,9 @@ towards the integer hull, each with its proof in its function's docstring:
   pool-share   sum_i users_i y[d,i,o,t] <= users[d,t] u_pool, pooled d       (pooling.define_pool_spares)
   pool-cover   users_i y[d,i,o,t] <= users[d,t] Y[p,c,o,t], pooled d, users[d,t] < users_i
                                                                              (pooling.define_pool_constraints)
-  batch-share  sum_i ceil(acc_i / acc_o) x[d,i,o,t] <= held(o,t), owned o: a run's shares over its
-               options' whole systems at once (rows.define_batch_shares)
+  batch-share  sum_i ceil(acc_i / acc_o) x[d,i,o,t] <= held(o,t), owned o, and with the serving the
+               run must fit beside (batch-share-fit): a run's batch-fit rows averaged by its
+               shares (rows.define_batch_shares)
   held-share   sum_i users_i y[d,i,o,t] <= users[d,t] held(o,t), owned o, no N+1 (and held-use for
                a demand alone): the full model behind a shortlist only (openings.py)
   cover-mir    the mixed-integer rounding of each demand row (of each pool's summed rows) over its

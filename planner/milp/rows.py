@@ -196,24 +196,41 @@ def _edge_units(fm) -> dict[tuple, list]:
 
 
 def define_batch_shares(fm) -> None:
-    """batch-share (a cut; tight models): a batch demand's runs on owned offer o over its options
-    there, sum_i ceil(acc_i / acc_o) x[d,i,o,t] <= held(o,t), with two options or more on o. Every
-    plan holds it: a run of option i placed on o needs ceil(acc_i / acc_o) systems of o held at once
-    (batch-fit, or x <= held for a run on one system), so held(o,t) is at least the largest of these
-    over the options d uses there, and the shares summing to at most 1 (the demand row), their
+    """batch-share (cuts; tight models): a batch demand's runs on owned offer o, over its two or more
+    options i there (x[d,i,o,t], shares of its runs), one of which spans several systems,
+    rows.define_capacity_constraints' batch-fit averaged by the shares:
+      sum_i ceil(acc_i / acc_o) x[d,i,o,t] <= held(o,t)
+      sum_i acc_i x[d,i,o,t] + sum slots y <= acc_o held(o,t), over the serving every option of d
+                                            on o must fit beside (turns.py), where there is some
+    Every plan meets both: each option a run uses on o fits there at once (its batch-fit row, or
+    x <= held for a run on one system with nothing beside), so held(o,t) covers the largest option
+    used with the serving beside it, and the shares summing to at most 1 (the demand row), their
     average is no larger. The LP relaxation otherwise meets batch-fit with b = x: choose-go.yaml's
     pretraining held 0.53 of a 28-rack option and 0.46 of a 32-rack one on 16.1 GB200 NVL72 racks
-    (LP bound $26.5M/yr, optimum $47.0M: CBC's root gap 43%, closed only by the tree in 4.8 s)."""
+    (LP bound $26.5M/yr, optimum $47.0M: CBC's root gap 43%, closed only by its tree in 4.8 s)."""
     if not fm.tight:
         return
     shares: dict[tuple, list] = {}
     for (dk, i, oid, t), xv in sorted(fm.x.items()):
         if (oid, t) in fm.held_terms:
-            size = math.ceil(fm.options.batch[dk][i].accelerators / fm.system_of(oid).accelerators)
-            shares.setdefault((dk, oid, t), []).append((xv, size))
+            shares.setdefault((dk, oid, t), []).append((i, xv))
+    shares = {key: terms for key, terms in shares.items() if len(terms) > 1}
+    serving: dict[tuple, list] = {}
+    if shares:
+        for oid, t, opt, d, v in pooling.serving_terms(fm):
+            serving.setdefault((oid, t), []).append((opt.accelerator_slots, d.key, v))
     for (dk, oid, t), terms in sorted(shares.items()):
-        if len(terms) > 1:
-            fm.add("batch-share", (dk, oid, t), pulp.LpAffineExpression(terms) <= fm.held(oid, t), cut=True)
+        per = fm.system_of(oid).accelerators
+        runs = [fm.options.batch[dk][i].accelerators for i, _ in terms]
+        if max(runs) <= per:
+            continue  # (runs on one system each: 20 generated N+1 jobs had 120 such rows, none binding in the LP)
+        fm.add("batch-share", (dk, oid, t), affine((math.ceil(a / per), xv) for a, (_, xv) in zip(runs, terms))
+               <= fm.held(oid, t), cut=True)
+        common = set.intersection(*(fm.turn_beside.get((dk, i, oid), set()) for i, _ in terms))
+        beside = [(slots, v) for slots, key, v in serving.get((oid, t), []) if key in common]
+        if beside:
+            fm.add("batch-share-fit", (dk, oid, t),
+                   affine([*((a, xv) for a, (_, xv) in zip(runs, terms)), *beside]) <= per * fm.held(oid, t), cut=True)
 
 
 def define_availability_constraints(fm) -> None:
