@@ -12,6 +12,7 @@ import sys
 import time
 
 from planner.milp.mipbound import BOUND_FILE, CUTS_FILE, HELD_FILE, OPTIMUM_FILE, PLAN_FILE, READY_FILE, SEPARATED_FILE
+from planner.milp.relaxation import LP_PRESOLVE
 
 OVERRUN_S = 2.0
 """how far past its time limit a child may run before the kernel ends it (_watchdog)"""
@@ -53,8 +54,8 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     bounding = mode == "bound"
-    for name, value in (("threads", 1), ("presolve", presolve), ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
-        h.setOptionValue(name, value)
+    for name, value in (("threads", 1), ("presolve", LP_PRESOLVE), ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
+        h.setOptionValue(name, value)  # (the LPs first: separation, Lagrangian cuts, lpbranch; the MIP's below)
     if bounding:
         h.setOptionValue("mip_heuristic_effort", 0.0)
         if "proving" in m.files and math.isfinite(cutoff):  # (Prover.narrow: a target below the optimum)
@@ -111,6 +112,7 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
         h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kContinuous))
         lpbranch.raised(h, m["integer"], m["cost"], report, started + float(seconds), cutoff, keep)
         return
+    h.setOptionValue("presolve", presolve)
     h.setOptionValue("time_limit", h.getRunTime() + max(0.01, float(seconds) - (time.monotonic() - started)))
     # (HiGHS reads its limit against its clock over every run of h: cutpool.run_limited)
     try:
