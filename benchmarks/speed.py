@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from planner.data import consistency as checks  # noqa: E402
+from planner.data.catalog import load_catalog  # noqa: E402
 from planner.data.scenario import Scenario  # noqa: E402
 from planner.milp import fleet as model  # noqa: E402
 from planner.milp.solve import solve  # noqa: E402
@@ -33,12 +34,20 @@ SERVE_MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "qwen3-30b-a3b", "
 TUNE_MODELS = ["llama-3.1-8b", "qwen3-8b", "llama-3.2-3b", "gemma-3-27b", "qwen3-32b", "llama-3.1-70b"]
 
 
+def _max_context(model: str) -> int:
+    """the bundled catalog's longest context for `model` (a longer one is refused: exit 2)"""
+    m = load_catalog().models[model]
+    return m.max_context_tokens or 1 << 30
+
+
 def random_job(rng: random.Random, k: int) -> dict:
     kind = rng.choices(["serve", "finetune", "pretrain", "rl", "edge"], [60, 25, 5, 5, 5])[0]
     name = f"job-{k:03d}"
     if kind == "serve":
         ctx = rng.choice([2048, 4096, 8192, 32768, 131072])
-        return {"name": name, "stage": "serve", "model": rng.choice(SERVE_MODELS),
+        model = rng.choice(SERVE_MODELS)  # (drawn in this order: seeded scenarios stay as they were)
+        ctx = min(ctx, _max_context(model))
+        return {"name": name, "stage": "serve", "model": model,
                 "precision": rng.choice(["bf16", "fp8", "fp8", "int4"]), "context_tokens": ctx,
                 "input_tokens": max(1, ctx // 8), "output_tokens": min(1024, ctx // 2),
                 "concurrent_users": rng.choice([4, 20, 100, 500, 2000]),
@@ -66,7 +75,8 @@ def scenario(n: int, seed: int, time_limit: float, gap: float = 0.01) -> Scenari
     rng = random.Random(seed * 1000 + n)
     return Scenario.model_validate({
         "name": f"speed-{n}", "site": {"kind": "office"},
-        "solver": {"time_limit_s": time_limit, "gap": gap, "threads": 2},
+        "solver": {"time_limit_s": time_limit, "gap": gap, "threads": 1},  # (CBC's serial search:
+        # two threads run its parallel tree, whose end can wait 10 s on a busy machine: milp/solvers.py)
         "jobs": [random_job(rng, k) for k in range(n)]})
 
 
