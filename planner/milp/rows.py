@@ -214,7 +214,9 @@ def define_batch_shares(fm) -> None:
     for (dk, i, oid, t), xv in sorted(fm.x.items()):
         if (oid, t) in fm.held_terms:
             shares.setdefault((dk, oid, t), []).append((i, xv))
-    shares = {key: terms for key, terms in shares.items() if len(terms) > 1}
+    shares = {(dk, oid, t): terms for (dk, oid, t), terms in shares.items() if len(terms) > 1
+              and max(fm.options.batch[dk][i].accelerators for i, _ in terms) > fm.system_of(oid).accelerators}
+    # (runs on one system each left out: 20 generated N+1 jobs had 120 such rows, none binding in the LP)
     serving: dict[tuple, list] = {}
     if shares:
         for oid, t, opt, d, v in pooling.serving_terms(fm):
@@ -222,8 +224,6 @@ def define_batch_shares(fm) -> None:
     for (dk, oid, t), terms in sorted(shares.items()):
         per = fm.system_of(oid).accelerators
         runs = [fm.options.batch[dk][i].accelerators for i, _ in terms]
-        if max(runs) <= per:
-            continue  # (runs on one system each: 20 generated N+1 jobs had 120 such rows, none binding in the LP)
         fm.add("batch-share", (dk, oid, t), affine((math.ceil(a / per), xv) for a, (_, xv) in zip(runs, terms))
                <= fm.held(oid, t), cut=True)
         common = set.intersection(*(fm.turn_beside.get((dk, i, oid), set()) for i, _ in terms))
