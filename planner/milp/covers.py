@@ -145,27 +145,30 @@ def _cuts(fm, family: str, entity: tuple, terms: list, b: float, cover: bool = F
         fm.held_cuts.append(Held(family, entity, [v for _, v in terms], rhs, coef))
 
 
-def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list) -> None:
-    """-sum c v <= -rhs (the <= form every cut row has), terms of coefficient 0 dropped."""
-    expr = pulp.LpAffineExpression([(v, -float(c)) for c, v in zip(coef, variables) if abs(c) > EPS])
-    fm.add(family, entity, expr <= -rhs, cut=True)
-
-
 def separate(fm, point, column: dict) -> list:
     """The held-back cuts (Held) that the LP point `point` (a value per column, `column` naming
-    them) violates (cutpool.violated), added to the model as rows; returns the same rows for the LP
-    (Relaxation.add_array_rows: columns, coefficients, lower, upper), taken from the cuts' own
-    arrays: read back from the model's rows by name, 2,527 cuts of 200 generated jobs took 0.3 s."""
-    import numpy as np
-
+    them) violates (cutpool.violated), added to the model as rows (_row); returns the same rows for
+    the LP (Relaxation.add_array_rows: columns, coefficients, lower, upper), taken from the cuts'
+    own arrays: read back from the model's rows by name, 2,527 cuts of 200 generated jobs took 0.3 s."""
     _columns(fm, column)
     added = []
     for h, label, rhs, coef in violated(fm.held_cuts, point):
-        _row(fm, h.family, (*h.entity, *label), rhs, coef, h.variables)
-        coef = np.asarray(coef, dtype=float)
-        keep = np.abs(coef) > EPS  # (as _row drops them)
-        added.append((h.columns[keep], -coef[keep], -math.inf, -float(rhs)))
+        kept, lhs = _row(fm, h.family, (*h.entity, *label), rhs, coef, h.variables)
+        added.append((h.columns[kept], lhs, -math.inf, -float(rhs)))
     return added
+
+
+def _row(fm, family: str, entity: tuple, rhs: float, coef, variables: list):
+    """The cut row -sum c v <= -rhs added to the model, terms of coefficient 0 dropped; returns the
+    positions of the terms kept and their coefficients (numpy)."""
+    import numpy as np
+
+    coef = np.asarray(coef, dtype=float)
+    kept = np.flatnonzero(np.abs(coef) > EPS)
+    lhs = -coef[kept]
+    fm.add(family, entity, pulp.LpAffineExpression(list(zip([variables[k] for k in kept], lhs.tolist()))) <= -rhs,
+           cut=True)
+    return kept, lhs
 
 
 def _columns(fm, column: dict) -> None:
