@@ -83,24 +83,40 @@ class Covers:
         self.added: set = set()
 
     def violated(self, point) -> list[tuple[tuple, float, object]]:
-        """(label, rhs, coefficients) of each cut not yet added that `point` (over self.columns) violates."""
+        """(label, rhs, coefficients) of each cut not yet added that `point` (over self.columns)
+        violates: per cover, the most violated of the cover itself and its MIRs (the first such
+        where two are equal; the cover first, then the divisors from the smallest). Every cover's
+        candidates at once (numpy): one at a time, 200 generated jobs' rounds took 1 s in 27,000 calls."""
         import numpy as np
 
         x = point[self.columns]
-        used = x > 1e-6
+        a, b = np.atleast_2d(np.asarray(self.a, dtype=float)), np.asarray(self.b, dtype=float).ravel()
+        tol = 1e-6 * np.maximum(1.0, np.abs(b))
+        rows, cols = np.nonzero((x > 1e-6)[None, :] & (a > EPS) & (a < b[:, None] - EPS))
+        pairs = np.unique(np.stack([np.concatenate([np.arange(len(b)), rows]).astype(float),
+                                    np.concatenate([np.ones(len(b)), a[rows, cols]])], axis=1), axis=0)
+        r, delta = pairs[:, 0].astype(np.int64), pairs[:, 1]  # (each cover's divisors, from the smallest)
+        beta = b[r] / delta
+        f = beta - np.floor(beta)
+        keep = (f >= 1e-6) & (f <= 1 - 1e-6)
+        r, delta, beta, f = r[keep], delta[keep], beta[keep], f[keep]
+        q = a[r] / delta[:, None]
+        whole = np.floor(q)
+        coef = whole + np.minimum(q - whole, f[:, None]) / f[:, None]
+        rhs = np.ceil(beta)
+        short = coef @ x < rhs - tol[r]
+        found: dict[int, list] = {}
+        for k in np.flatnonzero(a @ x < b - tol):
+            found.setdefault(int(k), []).append(((int(k), 0.0), float(b[k]), a[k]))
+        for k in np.flatnonzero(short):
+            found.setdefault(int(r[k]), []).append(((int(r[k]), round(float(delta[k]), 9)), float(rhs[k]), coef[k]))
         out = []
-        for r in range(len(self.b)):
-            a, b = self.a[r], float(self.b[r])
-            tol = 1e-6 * max(1.0, abs(b))
-            found = [((r, 0.0), b, a)] if a @ x < b - tol else []
-            deltas, rhs, coef = mir_rows(a, b, np.unique(np.concatenate([[1.0], a[used & (a > EPS) & (a < b - EPS)]])))
-            short = coef @ x < np.array(rhs) - tol
-            found += [((r, round(float(deltas[k]), 9)), float(rhs[k]), coef[k]) for k in np.flatnonzero(short)]
-            found = [c for c in found if c[0] not in self.added]
-            if found:  # the most violated, relative to its right side
-                label, right, row = max(found, key=lambda c: (c[1] - c[2] @ x) / max(c[1], 1e-9))
+        for row in sorted(found):
+            fresh = [c for c in found[row] if c[0] not in self.added]
+            if fresh:  # the most violated, relative to its right side
+                label, right, cut = max(fresh, key=lambda c: (c[1] - c[2] @ x) / max(c[1], 1e-9))
                 self.added.add(label)
-                out.append((label, right, row))
+                out.append((label, right, cut))
         return out
 
 
