@@ -34,14 +34,24 @@ def mir_rows(a, b: float, deltas):
     import numpy as np
 
     deltas = np.asarray(deltas, dtype=float)
+    keep, beta, coef = _mirs(np.asarray(a, dtype=float)[None, :], np.full(len(deltas), float(b)), deltas)
+    return deltas[keep], [math.ceil(x) for x in beta], coef
+
+
+def _mirs(a, b, deltas):
+    """The MIR of row k, sum a_k x >= b_k, at divisor deltas[k], for every k (numpy: a one row for
+    all or one row each, b and deltas one each): (which k leave a fraction of b_k / delta_k and so
+    have a cut, b_k / delta_k at those, their coefficient matrix)."""
+    import numpy as np
+
     beta = b / deltas
     f = beta - np.floor(beta)
     keep = (f >= 1e-6) & (f <= 1 - 1e-6)
-    deltas, beta, f = deltas[keep], beta[keep], f[keep]
-    q = a[None, :] / deltas[:, None]
+    rows = a if len(a) == 1 else a[keep]
+    q = rows / deltas[keep][:, None]
     whole = np.floor(q)
-    coef = whole + np.minimum(q - whole, f[:, None]) / f[:, None]
-    return deltas, [math.ceil(x) for x in beta], coef
+    coef = whole + np.minimum(q - whole, f[keep][:, None]) / f[keep][:, None]
+    return keep, beta[keep], coef
 
 
 @dataclass
@@ -96,14 +106,8 @@ class Covers:
         pairs = np.unique(np.stack([np.concatenate([np.arange(len(b)), rows]).astype(float),
                                     np.concatenate([np.ones(len(b)), a[rows, cols]])], axis=1), axis=0)
         r, delta = pairs[:, 0].astype(np.int64), pairs[:, 1]  # (each cover's divisors, from the smallest)
-        beta = b[r] / delta
-        f = beta - np.floor(beta)
-        keep = (f >= 1e-6) & (f <= 1 - 1e-6)
-        r, delta, beta, f = r[keep], delta[keep], beta[keep], f[keep]
-        q = a[r] / delta[:, None]
-        whole = np.floor(q)
-        coef = whole + np.minimum(q - whole, f[:, None]) / f[:, None]
-        rhs = np.ceil(beta)
+        keep, beta, coef = _mirs(a[r], b[r], delta)
+        r, delta, rhs = r[keep], delta[keep], np.ceil(beta)
         short = coef @ x < rhs - tol[r]
         found: dict[int, list] = {}
         for k in np.flatnonzero(a @ x < b - tol):
