@@ -21,8 +21,9 @@ def start_plan(fm: FleetModel, values: dict | None = None) -> SolveResult | None
     would not be a plan's). Its values are fitted to the bounds (a HiGHS point's -6e-14 is 0: PuLP
     refuses an initial value below a lower bound, and CBC's start on choose-go.yaml shortlisted,
     gap 1%, ended in a traceback)."""
-    values = {v.name: (v.varValue if values is None else values.get(v.name)) or 0.0 for v in fm.prob.variables()}
-    for v in fm.prob.variables():
+    variables = fm.prob.variables()  # (PuLP walks every row for them: once)
+    values = {v.name: (v.varValue if values is None else values.get(v.name)) or 0.0 for v in variables}
+    for v in variables:
         x = values[v.name]
         if (v.lowBound is not None and x < v.lowBound - START_TOL) or (v.upBound is not None and x > v.upBound + START_TOL):
             return None
@@ -30,7 +31,7 @@ def start_plan(fm: FleetModel, values: dict | None = None) -> SolveResult | None
         if room(c, values) < -START_TOL * max(1.0, abs(c.constant)):
             return None
     objective = sum(a * values[v.name] for v, a in fm.prob.objective.items()) + (fm.prob.objective.constant or 0.0)
-    fit = {v.name: fitted(v, values[v.name]) for v in fm.prob.variables()}
+    fit = {v.name: fitted(v, values[v.name]) for v in variables}
     return SolveResult("feasible", 0.0, None, objective, fm.scenario.solver.name, fit)
 
 

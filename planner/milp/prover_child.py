@@ -54,8 +54,9 @@ def _prove(path: str, seconds: float, presolve: str, mode: str = "bound", launch
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     bounding = mode == "bound"
+    # (presolve: the LPs' first, for the separation, the Lagrangian cuts and lpbranch; the MIP's below)
     for name, value in (("threads", 1), ("presolve", LP_PRESOLVE), ("time_limit", float(seconds)), ("mip_rel_gap", 0.0)):
-        h.setOptionValue(name, value)  # (the LPs first: separation, Lagrangian cuts, lpbranch; the MIP's below)
+        h.setOptionValue(name, value)
     if bounding:
         h.setOptionValue("mip_heuristic_effort", 0.0)
         if "proving" in m.files and math.isfinite(cutoff):  # (Prover.narrow: a target below the optimum)

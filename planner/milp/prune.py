@@ -222,8 +222,9 @@ def root_bound(bound: FullBound, time_limit_s: float, short: fleet.FleetModel | 
     plan (warm_start): its heuristics search the full model for a cheaper one, returned second
     (None when it found none cheaper; its gap is then against the full model's own bound).
     While a root node finds a cheaper plan and the time left holds another, the root node runs
-    again from that plan: CBC's improvement heuristics (RINS, VND: solvers.CBC_OPTIONS; DINS on a shortlist: solve) search
-    the neighbourhood of the plan they start from, and a cheaper plan gives them a new one. On 60
+    again from that plan: CBC's improvement heuristics (RINS, VND: solvers.CBC_OPTIONS; DINS on a
+    shortlist: solve) search the neighbourhood of the plan they start from, and a cheaper plan gives
+    them a new one. On 60
     generated jobs of every acquisition mode (benchmarks/milp.py --only large, seed 3, limit 60 s)
     the first root node lowers the shortlisted plan 2,226,927 -> 2,208,662 $/yr, the second to
     2,191,230, the third to 2,185,886 (gap 3.61% -> 2.35%); the fourth finds nothing cheaper."""

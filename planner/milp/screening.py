@@ -24,8 +24,8 @@ first plan after 5 s). This module gives it one, and a smaller model:
    plan cheaper than C satisfies them all), and rounds repeat until none changes (MAX_ROUNDS).
 5. CBC on the screened model, with cutoff C, started from the incumbent: it finds a cheaper plan
    (proven within solver.gap, or with its gap) or proves there is none, and then the incumbent is
-   the optimum. Its improvement heuristics (RINS, VND: solvers.CBC_OPTIONS; DINS on a shortlist: solve) search around a
-   plan, which the cutoff alone does not give them: benchmarks/milp.py's 60 generated jobs, limit
+   the optimum. Its improvement heuristics (RINS, VND: solvers.CBC_OPTIONS; DINS on a shortlist:
+   solve) search around a plan, which the cutoff alone does not give them: benchmarks/milp.py's 60 generated jobs, limit
    10 s, --explain none (seeds 3-8, one draw each), plans cheaper on four, dearer on one (seed 7,
    0.17%): seed 6 2,250,223 -> 2,239,183 $/yr, seed 3 2,170,599 -> 2,168,234. The explanations'
    node-limited re-plans (max_nodes) start cold as before, unless they start warm: with the start

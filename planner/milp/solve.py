@@ -5,9 +5,9 @@ CBC (the default and the tested path): the factory (solvers.py) prefers COIN_CMD
 binary (what pulp[cbc] installs, and the only route in PuLP 4) and falls back to PuLP 3's bundled
 PULP_CBC_CMD. HiGHS (solver.name: highs, or --solver highs): in process through highspy, a
 dependency of the tool (the relaxation needs it; the "highs" extra stays for old install lines);
-where it is missing, exit 2 says how to install it; its banner is kept off stdout. A time limit is always set; explanation
-solves also get a node limit (max_nodes) so that their answers depend on work done, not on how busy
-the machine is.
+where it is missing, exit 2 says how to install it; its banner is kept off stdout. A time limit
+is always set; explanation solves also get a node limit (max_nodes) so that their answers depend
+on work done, not on how busy the machine is.
 """
 
 from __future__ import annotations
